@@ -1,0 +1,155 @@
+"""Compose a scene: robot + floor + props, as one `mujoco.MjSpec`.
+
+A scene is a named list of prop placements. `build_scene("chair")` gives the
+robot in front of a chair; `build_scene(("box", "table"))` composes props
+ad hoc at their default places. The robot stands at the origin facing +x.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from metaworld_x.errors import UserError
+from metaworld_x.robot import HOME_JOINT_POSE, HOME_ROOT_HEIGHT, JOINT_NAMES, robot_spec
+from metaworld_x.scene.props import PROPS, default_box_height
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One prop at a position in the world frame (metres)."""
+
+    prop: str
+    pos: tuple[float, float, float]
+
+
+# Default places, used when a prop is asked for by name alone.
+DEFAULT_PLACES: dict[str, tuple[float, float, float]] = {
+    "box": (0.8, 0.0, default_box_height(None)),
+    "table": (3.0, 0.0, 0.0),
+    "stand": (1.0, 0.0, 0.0),
+    "chair": (-0.3, 0.0, 0.0),
+    "door": (1.5, 0.0, 0.0),
+    "marker": (2.0, 0.0, 0.0),
+    "tunnel": (1.0, 0.0, 0.0),
+    "target": (0.45, -0.25, 1.1),
+}
+
+SCENES: dict[str, tuple[Placement, ...]] = {
+    "floor": (),
+    "chair": (Placement("chair", DEFAULT_PLACES["chair"]),),
+    "tunnel": (Placement("tunnel", DEFAULT_PLACES["tunnel"]),),
+    "reach": (Placement("target", DEFAULT_PLACES["target"]),),
+    "door": (Placement("door", DEFAULT_PLACES["door"]),),
+    "push": (
+        Placement("box", DEFAULT_PLACES["box"]),
+        Placement("marker", DEFAULT_PLACES["marker"]),
+    ),
+    "carry": (
+        Placement("stand", DEFAULT_PLACES["stand"]),
+        Placement("box", (1.0, 0.0, default_box_height("stand"))),
+        Placement("table", DEFAULT_PLACES["table"]),
+    ),
+}
+
+
+def build_scene(
+    scene: str | Sequence[str] = "floor",
+    variant: str = "h1",
+    robot_path: str | Path | None = None,
+) -> mujoco.MjSpec:
+    """The robot in a scene, with a `home` keyframe.
+
+    Args:
+      scene: a name from `SCENES`, or a sequence of prop names placed at
+        their default places.
+      variant: the robot variant ("h1" or "h1_hands").
+      robot_path: optional user H1 MJCF (see `robot_spec`).
+    """
+    placements = _placements(scene)
+    spec = robot_spec(variant, robot_path)
+    spec.modelname = f"metaworld_x_{variant}_{scene if isinstance(scene, str) else '_'.join(scene)}"
+    _add_environment(spec)
+    for placement in placements:
+        PROPS[placement.prop](spec, placement.pos)
+    _add_home_keyframe(spec)
+    return spec
+
+
+def build_model(
+    scene: str | Sequence[str] = "floor",
+    variant: str = "h1",
+    robot_path: str | Path | None = None,
+) -> mujoco.MjModel:
+    """`build_scene(...)` compiled."""
+    return build_scene(scene, variant, robot_path).compile()
+
+
+def _placements(scene: str | Sequence[str]) -> tuple[Placement, ...]:
+    if isinstance(scene, str):
+        if scene not in SCENES:
+            raise UserError(f"unknown scene {scene!r}; available scenes: {', '.join(SCENES)}")
+        return SCENES[scene]
+    unknown = [p for p in scene if p not in PROPS]
+    if unknown:
+        raise UserError(f"unknown prop(s) {', '.join(map(repr, unknown))}; available props: {', '.join(PROPS)}")
+    if len(set(scene)) != len(scene):
+        raise UserError(f"each prop can appear once in a scene; got {list(scene)}")
+    return tuple(Placement(p, DEFAULT_PLACES[p]) for p in scene)
+
+
+def _add_environment(spec: mujoco.MjSpec) -> None:
+    """Floor, sky, lights and a camera that follows the robot."""
+    spec.add_texture(
+        name="sky", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX, builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+        rgb1=(0.35, 0.55, 0.75), rgb2=(0.05, 0.07, 0.1), width=256, height=1536,
+    )
+    spec.add_texture(
+        name="grid", type=mujoco.mjtTexture.mjTEXTURE_2D, builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
+        mark=mujoco.mjtMark.mjMARK_EDGE, rgb1=(0.2, 0.3, 0.4), rgb2=(0.1, 0.2, 0.3),
+        markrgb=(0.8, 0.8, 0.8), width=300, height=300,
+    )
+    floor_material = spec.add_material(name="floor", texrepeat=(5, 5), texuniform=True, reflectance=0.15)
+    floor_material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "grid"
+    spec.worldbody.add_geom(
+        name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=(0, 0, 0.05), material="floor",
+        contype=1, conaffinity=1, condim=3,
+    )
+    spec.worldbody.add_light(name="sun", pos=(0, 0, 4), dir=(0, 0, -1), type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
+    spec.visual.headlight.diffuse = (0.6, 0.6, 0.6)
+    spec.visual.headlight.ambient = (0.3, 0.3, 0.3)
+    spec.visual.global_.offwidth = 1280
+    spec.visual.global_.offheight = 720
+    eye, target = np.array([2.4, -2.4, 0.9]), np.array([0.0, 0.0, 0.0])
+    spec.body("pelvis").add_camera(
+        name="track", mode=mujoco.mjtCamLight.mjCAMLIGHT_TRACKCOM, pos=eye, xyaxes=_look_at(eye, target), fovy=45,
+    )
+
+
+def _look_at(eye: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Camera x and y axes (6 numbers) for a camera at eye looking at target."""
+    forward = (target - eye) / np.linalg.norm(target - eye)
+    right = np.cross(forward, (0.0, 0.0, 1.0))
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    return np.concatenate([right, up])
+
+
+def _add_home_keyframe(spec: mujoco.MjSpec) -> None:
+    model = spec.compile()
+    qpos = model.qpos0.copy()
+    root = model.joint("root").qposadr[0] if _has_joint(model, "root") else 0
+    qpos[root : root + 3] = (0.0, 0.0, HOME_ROOT_HEIGHT)
+    qpos[root + 3 : root + 7] = (1.0, 0.0, 0.0, 0.0)
+    ctrl = np.zeros(model.nu)
+    for i, name in enumerate(JOINT_NAMES):
+        value = HOME_JOINT_POSE.get(name, 0.0)
+        qpos[model.joint(name).qposadr[0]] = value
+        ctrl[i] = value
+    spec.add_key(name="home", qpos=qpos, ctrl=ctrl)
+
+
+def _has_joint(model: mujoco.MjModel, name: str) -> bool:
+    return mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name) >= 0
