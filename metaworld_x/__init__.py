@@ -4,4 +4,12 @@ Importing this package is cheap on purpose: it pulls in neither torch,
 transformers nor brax. Heavy modules are imported where they are used.
 """
 
+import os
+
 __version__ = "0.1.0"
+
+# MuJoCo picks its OpenGL backend when it is first imported. Without a display
+# only EGL can render, so choose it before anything imports mujoco; a user's
+# own MUJOCO_GL always wins.
+if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+    os.environ.setdefault("MUJOCO_GL", "egl")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,14 @@ from scipy.spatial.transform import Rotation
 from metaworld_x.errors import UserError
 
 _AXES = {"x": 0, "y": 1, "z": 2}
-# Below this dot product two unit quaternions are far enough apart for the
-# slerp formula to be well conditioned; above it nlerp is exact to 1e-7.
+# Above this dot product two unit quaternions are so close that the slerp
+# formula divides by a tiny sine; nlerp is used there, within 1e-6 rad of it.
 _SLERP_DOT_LIMIT = 0.9995
 _QUAT_NORM_TOLERANCE = 1e-2
+# Source frame times are often printed rounded (0.033332 s for 1/30 s); a last
+# frame that falls this fraction of a frame short of the new clock still counts.
+_END_SLACK_FRAMES = 1e-2
+_TIME_SLACK_FRAMES = 1e-2
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,12 +63,13 @@ class HumanMotion:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        set_field = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_field("source", str(self.source))
-        set_field("joint_names", tuple(str(name) for name in self.joint_names))
-        set_field("parents", tuple(int(parent) for parent in self.parents))
-        set_field("fps", float(self.fps))
-        set_field("positions", np.array(self.positions, dtype=np.float64))
+        # Frozen, so fields are set through object.__setattr__; arrays become float64 copies.
+        normalise = partial(object.__setattr__, self)
+        normalise("source", str(self.source))
+        normalise("joint_names", tuple(str(name) for name in self.joint_names))
+        normalise("parents", tuple(int(parent) for parent in self.parents))
+        normalise("fps", float(self.fps))
+        normalise("positions", np.array(self.positions, dtype=np.float64))
         self._check_skeleton()
         self._check_positions()
         if self.object_pose is not None:
@@ -71,12 +77,12 @@ class HumanMotion:
             self._check_shape("object_pose", pose, (self.num_frames, 7))
             self._check_finite("object_pose", pose)
             pose[:, :4] = self._unit_quaternions("object_pose[:, :4]", pose[:, :4])
-            set_field("object_pose", pose)
+            normalise("object_pose", pose)
         if self.rotations is not None:
             rotations = np.array(self.rotations, dtype=np.float64)
             self._check_shape("rotations", rotations, (self.num_frames, len(self.joint_names), 4))
             self._check_finite("rotations", rotations)
-            set_field("rotations", self._unit_quaternions("rotations", rotations))
+            normalise("rotations", self._unit_quaternions("rotations", rotations))
 
     def _fail(self, problem: str) -> UserError:
         return UserError(f"{self.source}: {problem}")
@@ -157,9 +163,9 @@ class HumanMotion:
             raise UserError(
                 f"{self.source}: trim needs 0 <= start_s < end_s, got start_s={start_s}, end_s={end_s}"
             )
-        # Half a frame of slack so that times given to the printed precision
-        # still include the frame they name.
-        slack = 0.5 / self.fps
+        # Frame times are i / fps in floating point; a bound that names a
+        # frame's time exactly must keep that frame.
+        slack = _TIME_SLACK_FRAMES / self.fps
         keep = (self.times >= start_s - slack) & (self.times <= end_s + slack)
         if not keep.any():
             raise UserError(
@@ -169,12 +175,11 @@ class HumanMotion:
         return self._at_frames(frames[0], frames[-1] + 1)
 
     def _at_frames(self, first: int, stop: int) -> HumanMotion:
-        cut = lambda array: None if array is None else array[first:stop]  # noqa: E731
         return dataclasses.replace(
             self,
             positions=self.positions[first:stop],
-            object_pose=cut(self.object_pose),
-            rotations=cut(self.rotations),
+            object_pose=None if self.object_pose is None else self.object_pose[first:stop],
+            rotations=None if self.rotations is None else self.rotations[first:stop],
             metadata={**self.metadata, "trimmed_frames": (int(first), int(stop))},
         )
 
@@ -202,8 +207,8 @@ class HumanMotion:
 
 
 def uniform_times(duration: float, fps: float) -> np.ndarray:
-    """[N] times 0, 1/fps, ... up to `duration` (inclusive to a microsecond)."""
-    count = int(np.floor(duration * fps + 1e-6)) + 1
+    """[N] times 0, 1/fps, ... up to `duration`, inclusive."""
+    count = int(np.floor(duration * fps + _END_SLACK_FRAMES)) + 1
     return np.arange(count) / fps
 
 

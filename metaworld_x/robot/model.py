@@ -49,8 +49,8 @@ def _load_spec(xml: Path) -> mujoco.MjSpec:
         spec = mujoco.MjSpec.from_file(str(xml))
         spec.compile()  # surfaces errors now, with the file named, not later in a scene
     except Exception as error:  # mujoco raises ValueError with a multi-line text
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UserError(f"cannot load robot MJCF {xml}: {first_line}") from None
+        detail = " ".join(str(error).split()) or type(error).__name__
+        raise UserError(f"cannot load robot MJCF {xml}: {detail}") from None
     return spec
 
 

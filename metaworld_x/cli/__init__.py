@@ -1,0 +1,43 @@
+"""The `metaworld-x` command line, generated from dataclass configs by tyro.
+
+Each command is a frozen dataclass with a `run()` method, in a module of its
+own that imports heavy libraries only inside `run()`, so `--help` is instant.
+Errors that are the user's to fix print as one line, without a traceback.
+"""
+
+import sys
+from typing import Annotated, Union
+
+import tyro
+
+from metaworld_x.cli.info import Info
+from metaworld_x.cli.snapshot import Snapshot
+from metaworld_x.errors import UserError
+
+Command = Union[
+    Annotated[Info, tyro.conf.subcommand("info")],
+    Annotated[Snapshot, tyro.conf.subcommand("snapshot")],
+]
+
+
+def main(args: list[str] | None = None) -> int:
+    command = tyro.cli(
+        Command,
+        args=args,
+        prog="metaworld-x",
+        description="MetaWorld-X: humanoid loco-manipulation experts composed by a language-conditioned router.",
+        config=(tyro.conf.OmitSubcommandPrefixes, tyro.conf.OmitArgPrefixes),
+    )
+    try:
+        command.run()
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

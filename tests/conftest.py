@@ -1,0 +1,22 @@
+"""Shared test fixtures."""
+
+import pytest
+
+from metaworld_x.paths import shared_dir
+
+
+@pytest.fixture(scope="session")
+def shared():
+    """The reference-data folder; tests that need it skip where it is absent."""
+    path = shared_dir()
+    if path is None:
+        pytest.skip("reference data ../shared (mocap, robots) is absent, as on a user's machine")
+    return path
+
+
+@pytest.fixture(scope="session")
+def reference_h1(shared):
+    path = shared / "robots" / "unitree_h1" / "h1.xml"
+    if not path.is_file():
+        pytest.skip(f"reference H1 description not found at {path}")
+    return path
