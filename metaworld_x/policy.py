@@ -1,0 +1,152 @@
+"""A trained policy as a pure function, loadable without the training code.
+
+`act(params, obs) -> action` normalises the observation with the training
+run's statistics, runs the MLP and returns the mean action squashed to
+[-1, 1]. It needs only jax and flax's serialisation. `export_onnx` writes the
+same computation as an ONNX graph.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import serialization, struct
+
+from metaworld_x.errors import UserError
+
+POLICY_FILE = "policy.msgpack"
+SPEC_FILE = "policy.json"
+FORMAT_VERSION = 1
+
+
+@struct.dataclass
+class PolicyParams:
+    obs_mean: jax.Array  # [o]
+    obs_std: jax.Array  # [o]
+    weights: tuple  # per layer [in, out]
+    biases: tuple  # per layer [out]
+
+
+def act(params: PolicyParams, obs: jax.Array) -> jax.Array:
+    """Deterministic action [..., a] in [-1, 1] for observations [..., o]."""
+    hidden = (obs - params.obs_mean) / params.obs_std
+    last = len(params.weights) - 1
+    for i, (w, b) in enumerate(zip(params.weights, params.biases)):
+        hidden = hidden @ w + b
+        if i < last:
+            hidden = jax.nn.swish(hidden)
+    mean, _ = jnp.split(hidden, 2, axis=-1)
+    return jnp.tanh(mean)
+
+
+def from_training(policy_params, normalizer, obs_key: str = "state") -> PolicyParams:
+    """Convert brax MLP parameters and running statistics into PolicyParams."""
+    layers = policy_params["params"]
+    names = sorted(layers, key=lambda n: int(n.rsplit("_", 1)[1]))
+    if normalizer is not None and hasattr(normalizer, "mean"):
+        mean, std = normalizer.mean[obs_key], normalizer.std[obs_key]
+    else:
+        size = layers[names[0]]["kernel"].shape[0]
+        mean, std = jnp.zeros(size), jnp.ones(size)
+    return PolicyParams(
+        obs_mean=jnp.asarray(mean, jnp.float32),
+        obs_std=jnp.asarray(std, jnp.float32),
+        weights=tuple(jnp.asarray(layers[n]["kernel"], jnp.float32) for n in names),
+        biases=tuple(jnp.asarray(layers[n]["bias"], jnp.float32) for n in names),
+    )
+
+
+def save_policy(params: PolicyParams, directory: Path, spec: dict) -> Path:
+    """Write policy.msgpack and policy.json atomically; spec describes the observation and action."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    record = {
+        "format_version": FORMAT_VERSION,
+        "observation_size": int(params.obs_mean.shape[0]),
+        "action_size": int(params.biases[-1].shape[0] // 2),
+        "hidden_sizes": [int(b.shape[0]) for b in params.biases[:-1]],
+        "activation": "swish",
+        **spec,
+    }
+    arrays = {
+        "obs_mean": np.asarray(params.obs_mean),
+        "obs_std": np.asarray(params.obs_std),
+        "weights": {str(i): np.asarray(w) for i, w in enumerate(params.weights)},
+        "biases": {str(i): np.asarray(b) for i, b in enumerate(params.biases)},
+    }
+    for name, payload in ((POLICY_FILE, serialization.msgpack_serialize(arrays)), (SPEC_FILE, json.dumps(record, indent=2).encode())):
+        tmp = directory / f".{name}.tmp"
+        tmp.write_bytes(payload)
+        os.replace(tmp, directory / name)
+    return directory
+
+
+def load_policy(directory: Path) -> tuple[PolicyParams, dict]:
+    """Read a policy written by save_policy; refuse a missing or foreign one clearly."""
+    directory = Path(directory)
+    spec_path, params_path = directory / SPEC_FILE, directory / POLICY_FILE
+    if not spec_path.is_file() or not params_path.is_file():
+        raise UserError(f"no policy in {directory}: expected {SPEC_FILE} and {POLICY_FILE}")
+    spec = json.loads(spec_path.read_text())
+    if spec.get("format_version") != FORMAT_VERSION:
+        raise UserError(f"policy in {directory} has format {spec.get('format_version')}, expected {FORMAT_VERSION}")
+    try:
+        arrays = serialization.msgpack_restore(params_path.read_bytes())
+    except Exception as error:  # msgpack raises several types on corrupt input
+        raise UserError(f"policy file {params_path} is corrupted ({error})") from None
+    count = len(arrays["weights"])
+    params = PolicyParams(
+        obs_mean=jnp.asarray(arrays["obs_mean"]),
+        obs_std=jnp.asarray(arrays["obs_std"]),
+        weights=tuple(jnp.asarray(arrays["weights"][str(i)]) for i in range(count)),
+        biases=tuple(jnp.asarray(arrays["biases"][str(i)]) for i in range(count)),
+    )
+    if params.obs_mean.shape[0] != spec["observation_size"]:
+        raise UserError(f"policy in {directory}: parameters do not match {SPEC_FILE}")
+    return params, spec
+
+
+def export_onnx(params: PolicyParams, path: Path, opset: int = 17) -> Path:
+    """Write the deterministic policy as ONNX: obs [N, o] float32 -> action [N, a]."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def const(name, value):
+        return numpy_helper.from_array(np.asarray(value, np.float32), name)
+
+    initializers = [const("obs_mean", params.obs_mean), const("obs_std", params.obs_std)]
+    nodes = [helper.make_node("Sub", ["obs", "obs_mean"], ["centred"]), helper.make_node("Div", ["centred", "obs_std"], ["h0"])]
+    last = len(params.weights) - 1
+    current = "h0"
+    for i, (w, b) in enumerate(zip(params.weights, params.biases)):
+        initializers += [const(f"w{i}", w), const(f"b{i}", b)]
+        nodes += [helper.make_node("MatMul", [current, f"w{i}"], [f"mm{i}"]), helper.make_node("Add", [f"mm{i}", f"b{i}"], [f"z{i}"])]
+        if i < last:
+            nodes += [helper.make_node("Sigmoid", [f"z{i}"], [f"s{i}"]), helper.make_node("Mul", [f"z{i}", f"s{i}"], [f"a{i}"])]
+            current = f"a{i}"
+        else:
+            current = f"z{i}"
+    action_size = int(params.biases[-1].shape[0] // 2)
+    initializers += [
+        numpy_helper.from_array(np.array([0], np.int64), "start"),
+        numpy_helper.from_array(np.array([action_size], np.int64), "end"),
+        numpy_helper.from_array(np.array([1], np.int64), "axis"),
+    ]
+    nodes += [helper.make_node("Slice", [current, "start", "end", "axis"], ["mean"]), helper.make_node("Tanh", ["mean"], ["action"])]
+    graph = helper.make_graph(
+        nodes,
+        "metaworld_x_policy",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", int(params.obs_mean.shape[0])])],
+        [helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", action_size])],
+        initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="metaworld-x")
+    onnx.checker.check_model(model)
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    onnx.save(model, str(tmp))
+    os.replace(tmp, path)
+    return path

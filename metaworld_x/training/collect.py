@@ -1,0 +1,154 @@
+"""Collecting experience on either backend with the same pure pieces.
+
+`act` (policy sample) and `record` (turn an env step into a transition and
+update episode statistics) are pure and jitted. On the mjx backend the env
+step is JAX too, so one `lax.scan` runs the whole unroll; on the cpu backend
+the env step drives `mujoco.batch` from Python between the two jitted calls.
+"""
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from metaworld_x.training.config import PPOConfig
+from metaworld_x.training.constraint import ConstraintConfig, reward_streams
+from metaworld_x.training.losses import Rollout
+from metaworld_x.training.networks import PPONetworks
+
+
+@struct.dataclass
+class EpisodeTracker:
+    """Running sums of the episodes in flight, and of those that ended this iteration."""
+
+    running_return: jax.Array  # [B]
+    running_length: jax.Array  # [B]
+    ended_return: jax.Array  # scalar: sum of returns of episodes that ended
+    ended_length: jax.Array  # scalar
+    ended_count: jax.Array  # scalar
+
+    @classmethod
+    def create(cls, num_envs: int) -> "EpisodeTracker":
+        zeros = jnp.zeros(num_envs)
+        return cls(zeros, zeros, jnp.zeros(()), jnp.zeros(()), jnp.zeros(()))
+
+    def new_iteration(self) -> "EpisodeTracker":
+        return self.replace(ended_return=jnp.zeros(()), ended_length=jnp.zeros(()), ended_count=jnp.zeros(()))
+
+
+@struct.dataclass
+class Step:
+    """One transition, [B, ...]; stacked over time into a Rollout."""
+
+    obs: dict
+    raw_action: jax.Array
+    log_prob: jax.Array
+    reward: jax.Array
+    cost: jax.Array
+    done: jax.Array
+    truncation: jax.Array
+    metrics: dict
+
+
+def streams(state, constraint: ConstraintConfig):
+    """(reward, cost) from an env state: imitation experts report their parts in metrics."""
+    metrics = state.metrics
+    if "imitation/reward" in metrics:
+        return reward_streams(
+            constraint, metrics["task/reward"], metrics["imitation/reward"], metrics["imitation/tracking_error"]
+        )
+    return state.reward, jnp.zeros_like(state.reward)
+
+
+def make_act(nets: PPONetworks) -> Callable:
+    def act(params, normalizer, obs, key):
+        """Sample actions [B, a] (in [-1, 1]), their pre-tanh values and log-probabilities."""
+        logits = nets.policy.apply(normalizer, params.policy, obs)
+        raw = nets.action_distribution.sample_no_postprocessing(logits, key)
+        return nets.action_distribution.postprocess(raw), raw, nets.action_distribution.log_prob(logits, raw)
+
+    return act
+
+
+def make_record(config: PPOConfig) -> Callable:
+    def record(obs, raw, log_prob, next_state, tracker: EpisodeTracker):
+        """The transition from obs under raw action to next_state, and updated episode sums."""
+        reward, cost = streams(next_state, config.constraint)
+        done = next_state.done.astype(jnp.float32)
+        truncation = next_state.info["truncation"].astype(jnp.float32)
+        running_return = tracker.running_return + next_state.reward
+        running_length = tracker.running_length + 1
+        tracker = tracker.replace(
+            running_return=running_return * (1 - done),
+            running_length=running_length * (1 - done),
+            ended_return=tracker.ended_return + jnp.sum(running_return * done),
+            ended_length=tracker.ended_length + jnp.sum(running_length * done),
+            ended_count=tracker.ended_count + jnp.sum(done),
+        )
+        step = Step(obs, raw, log_prob, reward, cost, done, truncation, dict(next_state.metrics))
+        return step, tracker
+
+    return record
+
+
+def to_rollout(steps: Step, final_obs: dict) -> tuple[Rollout, dict]:
+    """Time-major Steps [T, B, ...] -> (Rollout, mean of every metric)."""
+    rollout = Rollout(
+        obs=steps.obs,
+        raw_action=steps.raw_action,
+        log_prob=steps.log_prob,
+        reward=steps.reward,
+        cost=steps.cost,
+        done=steps.done,
+        truncation=steps.truncation,
+        final_obs=final_obs,
+    )
+    metrics = {f"env/{k}": jnp.mean(v) for k, v in steps.metrics.items()}
+    metrics["env/reward_stream"] = jnp.mean(steps.reward)
+    metrics["env/cost_stream"] = jnp.mean(steps.cost)
+    return rollout, metrics
+
+
+def make_scan_collector(env: Any, nets: PPONetworks, config: PPOConfig) -> Callable:
+    """collect(params, normalizer, env_state, tracker, key) for a jittable env (mjx)."""
+    act, record = make_act(nets), make_record(config)
+
+    def collect(params, normalizer, env_state, tracker, key):
+        def body(carry, step_key):
+            state, tracker = carry
+            action, raw, log_prob = act(params, normalizer, state.obs, step_key)
+            next_state = env.step(state, action)
+            step, tracker = record(state.obs, raw, log_prob, next_state, tracker)
+            return (next_state, tracker), step
+
+        keys = jax.random.split(key, config.unroll_length)
+        (env_state, tracker), steps = jax.lax.scan(body, (env_state, tracker.new_iteration()), keys)
+        rollout, metrics = to_rollout(steps, env_state.obs)
+        return env_state, tracker, rollout, metrics
+
+    return jax.jit(collect)
+
+
+def make_loop_collector(env: Any, nets: PPONetworks, config: PPOConfig) -> Callable:
+    """collect(...) for the cpu backend: Python steps mujoco.batch, JAX does the rest."""
+    act, record = jax.jit(make_act(nets)), jax.jit(make_record(config))
+    finish = jax.jit(lambda steps, final_obs: to_rollout(_stack(steps), final_obs))
+
+    def collect(params, normalizer, env_state, tracker, key):
+        tracker = tracker.new_iteration()
+        steps = []
+        for step_key in jax.random.split(key, config.unroll_length):
+            action, raw, log_prob = act(params, normalizer, env_state.obs, step_key)
+            next_state = env.step(env_state, action)
+            step, tracker = record(env_state.obs, raw, log_prob, next_state, tracker)
+            steps.append(step)
+            env_state = next_state
+        rollout, metrics = finish(steps, env_state.obs)
+        return env_state, tracker, rollout, metrics
+
+    return collect
+
+
+def _stack(steps: list[Step]) -> Step:
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *steps)

@@ -1,0 +1,103 @@
+"""PPO configuration: a frozen dataclass, validated once, with derived sizes."""
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from metaworld_x.errors import UserError
+from metaworld_x.training.constraint import ConstraintConfig
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """Everything that decides a PPO run; the CLI is generated from it."""
+
+    num_envs: int = 1024
+    """Parallel simulations used for collection."""
+    unroll_length: int = 20
+    """Control steps each simulation runs between updates."""
+    num_minibatches: int = 8
+    """Minibatches per epoch; they split the simulations, so num_envs must be a multiple of it."""
+    num_epochs: int = 4
+    """Passes over each collected batch."""
+    total_env_steps: int = 5_000_000
+    """Training budget in environment (control) steps, over all simulations."""
+    learning_rate: float = 3e-4
+    """Adam step size."""
+    max_grad_norm: float = 1.0
+    """Global gradient-norm clip."""
+    discounting: float = 0.97
+    """Discount per control step."""
+    gae_lambda: float = 0.95
+    """GAE's λ (not the Lagrange multiplier)."""
+    clipping_epsilon: float = 0.2
+    """PPO ratio clip."""
+    entropy_cost: float = 5e-3
+    """Weight of the entropy bonus."""
+    value_cost: float = 0.5
+    """Weight of the value losses."""
+    reward_scaling: float = 1.0
+    """Multiplier on rewards and costs before GAE."""
+    normalize_observations: bool = True
+    """Keep running mean/std statistics of observations and normalise with them."""
+    policy_hidden: tuple[int, ...] = (256, 128)
+    """Policy MLP hidden sizes."""
+    value_hidden: tuple[int, ...] = (256, 256)
+    """Critic MLP hidden sizes (the critic sees the privileged state)."""
+    seed: int = 0
+    """Random seed for parameters, exploration and environments."""
+    eval_every: int = 20
+    """Evaluate every this many iterations (0: never)."""
+    num_eval_envs: int = 16
+    """Simulations used for evaluation."""
+    eval_steps: int = 1000
+    """Control steps of an evaluation episode."""
+    checkpoint_every: int = 20
+    """Write a checkpoint every this many iterations (0: only at the end)."""
+    num_devices: int = 0
+    """Local devices to shard the batch over (0: all)."""
+    constraint: ConstraintConfig = field(default_factory=ConstraintConfig)
+    """How imitation and task combine."""
+    backend: Literal["cpu", "mjx"] = "cpu"
+    """Physics backend: cpu (mujoco.batch) or mjx (GPU)."""
+
+    def __post_init__(self):
+        positive = ("num_envs", "unroll_length", "num_minibatches", "num_epochs", "total_env_steps")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise UserError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.num_envs % self.num_minibatches:
+            fits = [m for m in range(1, self.num_minibatches * 2 + 1) if self.num_envs % m == 0]
+            nearest = min(fits, key=lambda m: abs(m - self.num_minibatches))
+            raise UserError(
+                f"num_envs ({self.num_envs}) must split evenly into num_minibatches ({self.num_minibatches});"
+                f" use num_minibatches={nearest} or num_envs={self.num_envs // self.num_minibatches * self.num_minibatches or self.num_minibatches}"
+            )
+        if self.total_env_steps < self.steps_per_iteration:
+            raise UserError(
+                f"total_env_steps ({self.total_env_steps}) is less than one iteration"
+                f" (num_envs × unroll_length = {self.steps_per_iteration}); raise it or shrink the batch"
+            )
+        if not 0 < self.discounting <= 1 or not 0 <= self.gae_lambda <= 1:
+            raise UserError("discounting must be in (0, 1] and gae_lambda in [0, 1]")
+
+    @property
+    def steps_per_iteration(self) -> int:
+        return self.num_envs * self.unroll_length
+
+    @property
+    def num_iterations(self) -> int:
+        """Whole iterations in the budget; the remainder is not run."""
+        return self.total_env_steps // self.steps_per_iteration
+
+    @property
+    def minibatch_envs(self) -> int:
+        return self.num_envs // self.num_minibatches
+
+    def check_devices(self, device_count: int) -> None:
+        """Each device must hold whole minibatches of whole simulations."""
+        if self.minibatch_envs % device_count:
+            raise UserError(
+                f"each minibatch ({self.minibatch_envs} simulations) must split evenly over {device_count} devices;"
+                f" use num_envs a multiple of num_minibatches × {device_count}"
+                f" (e.g. {self.num_minibatches * device_count * max(1, self.minibatch_envs // device_count)})"
+            )

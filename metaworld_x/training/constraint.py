@@ -1,0 +1,67 @@
+"""The imitation constraint: task reward subject to tracking error <= budget.
+
+Lagrangian mode maximises E[task] - λ·(E[tracking error] - ε) with λ >= 0
+learned by dual ascent on the measured error. Fixed mode reproduces the
+paper's shaping, reward = w_track·imitation + w_task·task, with no λ.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+import jax.numpy as jnp
+
+from metaworld_x.errors import UserError
+
+
+@dataclass(frozen=True)
+class ConstraintConfig:
+    """How imitation and task combine."""
+
+    mode: Literal["lagrangian", "fixed"] = "lagrangian"
+    """lagrangian: constrained optimisation with a learned multiplier; fixed: the paper's weighted sum."""
+    budget: float = 0.06
+    """ε: the largest mean keypoint tracking error (m) the policy may incur."""
+    multiplier_lr: float = 2.0
+    """Dual-ascent step on λ per metre of constraint violation per iteration."""
+    initial_multiplier: float = 1.0
+    """λ at the start of training."""
+    max_multiplier: float = 100.0
+    """Upper bound on λ, so one bad batch cannot make the task reward irrelevant for ever."""
+    imitation_bonus: float = 0.5
+    """In lagrangian mode, weight of the dense imitation reward added to the task reward (a shaping that
+    makes the constraint reachable early; the constraint itself is on the tracking error)."""
+    track_weight: float = 0.6
+    """Fixed mode: weight of the imitation reward (the paper's w_track)."""
+    task_weight: float = 0.4
+    """Fixed mode: weight of the task reward (the paper's w_task)."""
+
+    def __post_init__(self):
+        if self.mode not in ("lagrangian", "fixed"):
+            raise UserError(f"constraint mode must be 'lagrangian' or 'fixed', not {self.mode!r}")
+        if self.budget <= 0:
+            raise UserError(f"constraint budget must be a positive error in metres, not {self.budget}")
+        if self.initial_multiplier < 0 or self.max_multiplier < self.initial_multiplier:
+            raise UserError("need 0 <= initial_multiplier <= max_multiplier")
+
+
+def reward_streams(config: ConstraintConfig, task, imitation, tracking_error):
+    """Per-step (reward, cost) for the two value streams. Shapes [...] -> [...], [...]."""
+    if config.mode == "fixed":
+        reward = config.track_weight * imitation + config.task_weight * task
+        return reward, jnp.zeros_like(reward)
+    return task + config.imitation_bonus * imitation, tracking_error
+
+
+def combine_advantages(config: ConstraintConfig, reward_advantage, cost_advantage, multiplier):
+    """The Lagrangian's advantage, scaled by 1/(1+λ) so its size stays put as λ grows."""
+    if config.mode == "fixed":
+        return reward_advantage
+    return (reward_advantage - multiplier * cost_advantage) / (1.0 + multiplier)
+
+
+def update_multiplier(config: ConstraintConfig, multiplier, measured_error):
+    """Dual ascent: λ rises while the error exceeds the budget, falls towards 0 when slack."""
+    if config.mode == "fixed":
+        return multiplier
+    step = config.multiplier_lr * (measured_error - config.budget)
+    return jnp.clip(multiplier + step, 0.0, config.max_multiplier)

@@ -1,0 +1,88 @@
+"""A run's record: TensorBoard scalars, a JSON-lines history, a PNG curve.
+
+The JSON-lines file is the source of truth: it is appended once per
+iteration, survives a killed run, and is trimmed back to the checkpoint on
+resume so the curve has no duplicated steps.
+"""
+
+import json
+import os
+from pathlib import Path
+
+HISTORY_FILE = "metrics.jsonl"
+
+
+class RunLog:
+    def __init__(self, run_dir: Path, resume_step: int | None = None, tensorboard: bool = True):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.history_path = self.run_dir / HISTORY_FILE
+        if resume_step is None:
+            self.history_path.unlink(missing_ok=True)
+        else:
+            self._trim(resume_step)
+        self._writer = None
+        if tensorboard:
+            from tensorboardX import SummaryWriter
+
+            self._writer = SummaryWriter(str(self.run_dir / "tensorboard"))
+
+    def _trim(self, step: int) -> None:
+        kept = [r for r in self.history() if r["env_steps"] <= step]
+        tmp = self.history_path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        os.replace(tmp, self.history_path)
+
+    def write(self, env_steps: int, scalars: dict[str, float]) -> None:
+        record = {"env_steps": int(env_steps), **{k: float(v) for k, v in scalars.items()}}
+        with self.history_path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        if self._writer is not None:
+            for name, value in scalars.items():
+                self._writer.add_scalar(name, float(value), int(env_steps))
+
+    def history(self) -> list[dict]:
+        if not self.history_path.is_file():
+            return []
+        lines = self.history_path.read_text().splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
+def plot_curve(history: list[dict], path: Path, title: str = "training") -> Path | None:
+    """Return, success and the constraint over environment steps, as one PNG."""
+    if not history:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [
+        ("return", ["episode/return", "eval/return"]),
+        ("success / tracking", ["eval/success_rate", "eval/tracking_error", "env/imitation/tracking_error"]),
+        ("constraint", ["constraint/multiplier", "constraint/violation"]),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6))
+    for ax, (label, keys) in zip(axes, panels):
+        for key in keys:
+            points = [(r["env_steps"], r[key]) for r in history if key in r]
+            if points:
+                xs, ys = zip(*points)
+                ax.plot(xs, ys, label=key, marker="o" if key.startswith("eval/") else None, markersize=3)
+        ax.set_title(label)
+        ax.set_xlabel("environment steps")
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,201 @@
+"""The training loop: `make_train(config, make_env, run_dir) -> train(key)`.
+
+Collection depends on the backend (scan on mjx, Python over mujoco.batch on
+cpu); everything else is shared: the jitted update, the NaN guard with
+rollback, evaluation, checkpoints that resume exactly, and the run's log.
+"""
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from brax.training.acme import running_statistics, specs
+
+from metaworld_x.errors import UserError
+from metaworld_x.training import checkpoint
+from metaworld_x.training.collect import EpisodeTracker, make_loop_collector, make_scan_collector
+from metaworld_x.training.config import PPOConfig
+from metaworld_x.training.devices import make_mesh, replicated, shard_envs
+from metaworld_x.training.evaluate import make_evaluator
+from metaworld_x.training.networks import init_params, make_networks
+from metaworld_x.training.runlog import RunLog, plot_curve
+from metaworld_x.training.update import TrainingState, make_optimizer, make_update
+
+MAX_CONSECUTIVE_ROLLBACKS = 3
+
+
+@dataclass
+class TrainResult:
+    state: TrainingState
+    history: list[dict]
+    run_dir: Path | None
+    rollbacks: list[str]
+
+
+class NonFiniteError(RuntimeError):
+    """Training produced NaN or Inf repeatedly even after rolling back."""
+
+
+def make_train(
+    config: PPOConfig,
+    make_env: Callable[[int], Any],
+    run_dir: Path | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    tensorboard: bool = True,
+    extra_meta: dict | None = None,
+) -> Callable[[jax.Array], TrainResult]:
+    """Build the training function.
+
+    Args:
+      config: PPO settings.
+      make_env: num_envs -> environment with reset(key), step(state, action), backend,
+        observation_sizes, action_size.
+      run_dir: where checkpoints, metrics, TensorBoard files and the curve go (None: keep nothing).
+      resume: continue from the newest checkpoint in run_dir.
+    """
+    mesh = make_mesh(config.num_devices)
+    config.check_devices(mesh.size)
+    env = make_env(config.num_envs)
+    eval_env = make_env(config.num_eval_envs) if config.eval_every else None
+    nets = make_networks(
+        env.observation_sizes, env.action_size, config.policy_hidden, config.value_hidden, config.normalize_observations
+    )
+    collect = (make_scan_collector if env.backend == "mjx" else make_loop_collector)(env, nets, config)
+    update = jax.jit(make_update(config, nets), out_shardings=(replicated(mesh), replicated(mesh), replicated(mesh)))
+    evaluate = make_evaluator(eval_env, nets, config.eval_steps) if eval_env is not None else None
+    snapshot = getattr(env, "snapshot", lambda s: s)
+    restore_env = getattr(env, "restore", lambda s: s)
+
+    def initial_state(key) -> TrainingState:
+        key, params_key = jax.random.split(key)
+        params = init_params(nets, params_key)
+        obs_spec = {k: specs.Array(shape, jnp.float32) for k, shape in env.observation_sizes.items()}
+        return TrainingState(
+            params=params,
+            opt_state=make_optimizer(config).init(params),
+            normalizer=running_statistics.init_state(obs_spec),
+            multiplier=jnp.asarray(config.constraint.initial_multiplier, jnp.float32),
+            key=key,
+            env_steps=jnp.zeros((), jnp.int64 if jax.config.jax_enable_x64 else jnp.int32),
+            iteration=jnp.zeros((), jnp.int32),
+        )
+
+    def train(key: jax.Array) -> TrainResult:
+        key, env_key = jax.random.split(key)
+        state = initial_state(key)
+        env_state = env.reset(env_key)
+        tracker = EpisodeTracker.create(config.num_envs)
+        resumed_from = None
+        if resume and run_dir is not None and (path := checkpoint.latest(Path(run_dir) / "checkpoints")):
+            template = {"training": state, "env": snapshot(env_state), "tracker": tracker}
+            restored, meta = checkpoint.restore(path, template)
+            _check_same_config(meta, config, path)
+            state, env_state, tracker = restored["training"], restore_env(restored["env"]), restored["tracker"]
+            resumed_from = int(meta["step"])
+        log = RunLog(run_dir, resume_step=resumed_from, tensorboard=tensorboard) if run_dir else None
+        meta = {"config": _config_record(config), **(extra_meta or {})}
+        state = jax.device_put(state, replicated(mesh))
+        rollbacks: list[str] = []
+        consecutive = 0
+        bar = _progress(config, int(state.env_steps), progress)
+        t_last = time.perf_counter()
+        while int(state.iteration) < config.num_iterations:
+            key_collect = jax.random.fold_in(state.key, 1)
+            env_state, tracker, rollout, env_metrics = collect(
+                state.params, state.normalizer, env_state, tracker, key_collect
+            )
+            rollout = shard_envs(rollout, mesh, env_axis=1, num_envs=config.num_envs)
+            rollout = rollout.replace(final_obs=shard_envs(rollout.final_obs, mesh, 0, config.num_envs))
+            measured_error = env_metrics.get("env/imitation/tracking_error", jnp.zeros(()))
+            new_state, loss_metrics, finite = update(state, rollout, measured_error)
+            if not bool(finite):
+                culprit = _nonfinite_names({**loss_metrics, **env_metrics})
+                message = (
+                    f"iteration {int(state.iteration)}: non-finite {', '.join(culprit) or 'parameters'};"
+                    " rolled back to the last good state and skipped this batch"
+                )
+                rollbacks.append(message)
+                consecutive += 1
+                print(f"warning: {message}")
+                if consecutive >= MAX_CONSECUTIVE_ROLLBACKS:
+                    raise NonFiniteError(
+                        f"{consecutive} consecutive non-finite updates ({message}); lower learning_rate or"
+                        " check the environment's reward terms"
+                    )
+                # a fresh exploration key so the same batch is not drawn again
+                state = state.replace(key=jax.random.fold_in(state.key, 7919))
+                continue
+            consecutive = 0
+            state = new_state
+            now = time.perf_counter()
+            scalars = {k: float(v) for k, v in {**env_metrics, **loss_metrics}.items()}
+            scalars["perf/steps_per_second"] = config.steps_per_iteration / max(now - t_last, 1e-9)
+            t_last = now
+            if float(tracker.ended_count) > 0:
+                scalars["episode/return"] = float(tracker.ended_return / tracker.ended_count)
+                scalars["episode/length"] = float(tracker.ended_length / tracker.ended_count)
+            iteration = int(state.iteration)
+            if evaluate is not None and (iteration % config.eval_every == 0 or iteration == config.num_iterations):
+                scalars.update(evaluate(state.params, state.normalizer, jax.random.fold_in(state.key, 2)))
+            if log is not None:
+                log.write(int(state.env_steps), scalars)
+            bar.update(config.steps_per_iteration)
+            bar.set_postfix_str(_postfix(scalars))
+            last = iteration == config.num_iterations
+            if run_dir is not None and (last or (config.checkpoint_every and iteration % config.checkpoint_every == 0)):
+                payload = {"training": state, "env": snapshot(env_state), "tracker": tracker}
+                checkpoint.save(Path(run_dir) / "checkpoints", int(state.env_steps), jax.device_get(payload), meta)
+        bar.close()
+        history = log.history() if log else []
+        if log is not None:
+            log.close()
+            plot_curve(history, Path(run_dir) / "curve.png", title=str(run_dir))
+        return TrainResult(state, history, Path(run_dir) if run_dir else None, rollbacks)
+
+    return train
+
+
+def _config_record(config: PPOConfig) -> dict:
+    return asdict(config)
+
+
+def _check_same_config(meta: dict, config: PPOConfig, path: Path) -> None:
+    saved = meta.get("config", {})
+    current = _config_record(config)
+    ignored = {"total_env_steps", "eval_every", "checkpoint_every", "num_eval_envs", "eval_steps"}
+    differ = sorted(k for k in current if k not in ignored and _jsonable(saved.get(k)) != _jsonable(current[k]))
+    if differ:
+        raise UserError(
+            f"checkpoint {path} was written with a different config ({', '.join(differ)});"
+            " resume with the same settings or start a new run directory"
+        )
+
+
+def _jsonable(value):
+    import json
+
+    return json.loads(json.dumps(value, default=str))
+
+
+def _nonfinite_names(metrics: dict) -> list[str]:
+    return sorted(k for k, v in metrics.items() if not np.all(np.isfinite(np.asarray(v))))
+
+
+def _postfix(scalars: dict) -> str:
+    parts = []
+    for key, label in (("episode/return", "ret"), ("eval/return", "eval"), ("constraint/multiplier", "λ")):
+        if key in scalars:
+            parts.append(f"{label} {scalars[key]:.3g}")
+    return " ".join(parts)
+
+
+def _progress(config: PPOConfig, start: int, enabled: bool):
+    from tqdm.auto import tqdm
+
+    total = config.num_iterations * config.steps_per_iteration
+    return tqdm(total=total, initial=start, unit="step", unit_scale=True, disable=not enabled, dynamic_ncols=True)

@@ -1,0 +1,219 @@
+"""PPO: the loss by hand, the multiplier, learning, resume, devices, export."""
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from metaworld_x.errors import UserError
+from metaworld_x.training import checkpoint
+from metaworld_x.training.config import PPOConfig
+from metaworld_x.training.constraint import ConstraintConfig, combine_advantages, update_multiplier
+from metaworld_x.training.losses import LossSettings, Rollout, clipped_surrogate, ppo_loss
+from metaworld_x.training.networks import init_params, make_networks
+from metaworld_x.training.train import make_train
+
+sys.path.insert(0, str(Path(__file__).parent))
+from point_mass import PointMassEnv  # noqa: E402
+
+SMALL = PPOConfig(
+    num_envs=32, unroll_length=8, num_minibatches=4, num_epochs=2, total_env_steps=32 * 8 * 6,
+    eval_every=0, checkpoint_every=3, policy_hidden=(16,), value_hidden=(16,),
+)
+
+
+def test_clipped_surrogate_matches_hand_computation():
+    log_ratio = jnp.log(jnp.array([1.5, 0.5, 1.1, 0.9]))
+    advantage = jnp.array([2.0, 2.0, -1.0, -1.0])
+    # min(ρA, clip(ρ,0.8,1.2)A): 1.2·2, 0.5·2, min(-1.1, -1.1), min(-0.9, -0.9)
+    expected = -np.mean([2.4, 1.0, -1.1, -0.9])
+    assert float(clipped_surrogate(log_ratio, advantage, 0.2)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_ppo_loss_matches_hand_computed_case():
+    """One terminal step in two environments: every term recomputed by hand in numpy."""
+    from brax.training.acme import running_statistics, specs
+
+    sizes = {"state": (2,), "privileged_state": (2,)}
+    nets = make_networks(sizes, 1, (4,), (4,), normalize_observations=False)
+    params = init_params(nets, jax.random.PRNGKey(0))
+    normalizer = running_statistics.init_state({k: specs.Array(v, jnp.float32) for k, v in sizes.items()})
+    obs = {"state": jnp.array([[[0.3, -0.2], [-0.5, 0.1]]]), "privileged_state": jnp.array([[[0.1, 0.4], [0.2, -0.3]]])}
+    raw = jnp.array([[[0.25], [-0.4]]])
+    old_log_prob = jnp.array([[-1.0, -0.7]])
+    reward, cost = np.array([1.0, 0.2]), np.array([0.5, 0.1])
+    rollout = Rollout(
+        obs=obs, raw_action=raw, log_prob=old_log_prob, reward=jnp.asarray([reward]), cost=jnp.asarray([cost]),
+        done=jnp.ones((1, 2)), truncation=jnp.zeros((1, 2)), final_obs={k: v[0] for k, v in obs.items()},
+    )
+    settings = LossSettings(discounting=0.9, gae_lambda=0.95, clipping_epsilon=0.2, entropy_cost=0.0,
+                            value_cost=0.5, reward_scaling=1.0)
+    multiplier = 2.0
+    total, parts = ppo_loss(params, normalizer, rollout, jnp.asarray(multiplier), jax.random.PRNGKey(1), nets,
+                            settings, ConstraintConfig(mode="lagrangian"))
+
+    logits = np.asarray(nets.policy.apply(normalizer, params.policy, obs))[0]
+    v_r = np.asarray(nets.reward_value.apply(normalizer, params.reward_value, obs))[0]
+    v_c = np.asarray(nets.cost_value.apply(normalizer, params.cost_value, obs))[0]
+    loc, scale = logits[:, 0], np.log1p(np.exp(logits[:, 1])) + 1e-3
+    x = np.asarray(raw)[0, :, 0]
+    tanh_log_det = 2 * (np.log(2) - x - np.log1p(np.exp(-2 * x)))
+    log_prob = -0.5 * ((x - loc) / scale) ** 2 - np.log(scale) - 0.5 * np.log(2 * np.pi) - tanh_log_det
+    # terminal steps: the targets are the immediate reward and cost
+    advantage = ((reward - v_r) - multiplier * (cost - v_c)) / (1 + multiplier)
+    advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+    ratio = np.exp(log_prob - np.asarray(old_log_prob)[0])
+    policy_loss = -np.mean(np.minimum(ratio * advantage, np.clip(ratio, 0.8, 1.2) * advantage))
+    reward_value_loss = 0.5 * np.mean((reward - v_r) ** 2)
+    cost_value_loss = 0.5 * np.mean((cost - v_c) ** 2)
+    assert float(parts["losses/policy"]) == pytest.approx(policy_loss, rel=1e-4)
+    assert float(parts["losses/reward_value"]) == pytest.approx(reward_value_loss, rel=1e-5)
+    assert float(parts["losses/cost_value"]) == pytest.approx(cost_value_loss, rel=1e-5)
+    assert float(total) == pytest.approx(policy_loss + 0.5 * (reward_value_loss + cost_value_loss), rel=1e-4)
+
+
+def test_lagrangian_advantage_weighs_cost_by_multiplier():
+    config = ConstraintConfig(mode="lagrangian")
+    out = combine_advantages(config, jnp.array(1.0), jnp.array(0.5), jnp.array(3.0))
+    assert float(out) == pytest.approx((1.0 - 1.5) / 4.0)
+    assert float(combine_advantages(ConstraintConfig(mode="fixed"), jnp.array(1.0), jnp.array(9.0), 3.0)) == 1.0
+
+
+def test_multiplier_rises_when_violated_and_falls_to_zero_when_slack():
+    config = ConstraintConfig(budget=0.05, multiplier_lr=1.0)
+    multiplier = jnp.asarray(1.0)
+    for _ in range(5):
+        multiplier = update_multiplier(config, multiplier, jnp.asarray(0.15))
+    assert float(multiplier) == pytest.approx(1.5)
+    for _ in range(100):
+        multiplier = update_multiplier(config, multiplier, jnp.asarray(0.01))
+    assert float(multiplier) == 0.0
+
+
+def test_impossible_batch_settings_say_what_to_change():
+    with pytest.raises(UserError, match="num_minibatches=8"):
+        PPOConfig(num_envs=1000, num_minibatches=7)
+    with pytest.raises(UserError, match="less than one iteration"):
+        PPOConfig(num_envs=64, unroll_length=10, total_env_steps=100)
+    with pytest.raises(UserError, match="split evenly over 3 devices"):
+        PPOConfig(num_envs=64, num_minibatches=4).check_devices(3)
+
+
+@pytest.mark.parametrize("backend", ["mjx", "cpu"])
+def test_tiny_run_on_trivial_task_raises_return(backend, tmp_path):
+    """Within 60 s on the CPU: the point mass's return improves by at least half."""
+    config = PPOConfig(
+        num_envs=64, unroll_length=10, num_minibatches=4, num_epochs=4, total_env_steps=64 * 10 * 40,
+        eval_every=0, checkpoint_every=0, policy_hidden=(32, 32), value_hidden=(32, 32),
+        learning_rate=3e-3, discounting=0.95,
+    )
+    result = make_train(config, lambda n: PointMassEnv(n, backend), run_dir=tmp_path, progress=False,
+                        tensorboard=False)(jax.random.PRNGKey(0))
+    returns = [h["episode/return"] for h in result.history if "episode/return" in h]
+    assert returns[-1] > returns[0] * 0.5, returns  # returns are negative: closer to zero is better
+    assert (tmp_path / "curve.png").stat().st_size > 0
+
+
+def test_resume_continues_bit_for_bit_on_cpu_backend(tmp_path):
+    env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
+    full = make_train(SMALL, env, run_dir=tmp_path / "full", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    killed = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration * 4)
+    make_train(killed, env, run_dir=tmp_path / "killed", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    # drop the checkpoint written at the end, as if the run died after iteration 3's checkpoint
+    shutil.rmtree(checkpoint.latest(tmp_path / "killed" / "checkpoints"))
+    resumed = make_train(SMALL, env, run_dir=tmp_path / "killed", resume=True, progress=False,
+                         tensorboard=False)(jax.random.PRNGKey(2))
+    for a, b in zip(jax.tree_util.tree_leaves(full.state), jax.tree_util.tree_leaves(resumed.state)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert [h["env_steps"] for h in resumed.history] == [h["env_steps"] for h in full.history]
+
+
+def test_corrupted_or_wrong_version_checkpoint_is_refused(tmp_path):
+    env = lambda n: PointMassEnv(n, "mjx")  # noqa: E731
+    make_train(SMALL, env, run_dir=tmp_path, progress=False, tensorboard=False)(jax.random.PRNGKey(0))
+    path = checkpoint.latest(tmp_path / "checkpoints")
+    state_file = path / checkpoint.STATE_FILE
+    state_file.write_bytes(state_file.read_bytes()[:-10] + b"0123456789")
+    with pytest.raises(UserError, match="corrupted"):
+        make_train(SMALL, env, run_dir=tmp_path, resume=True, progress=False, tensorboard=False)(jax.random.PRNGKey(0))
+    meta = path / checkpoint.META_FILE
+    meta.write_text(meta.read_text().replace('"format_version": 1', '"format_version": 99'))
+    with pytest.raises(UserError, match="format version 99"):
+        checkpoint.read_meta(path)
+    other = dataclasses.replace(SMALL, policy_hidden=(8,))
+    shutil.rmtree(path)
+    with pytest.raises(UserError, match="different config.*policy_hidden"):
+        make_train(other, env, run_dir=tmp_path, resume=True, progress=False, tensorboard=False)(jax.random.PRNGKey(0))
+
+
+def test_nan_guard_rolls_back_and_names_the_term(tmp_path):
+    class Poisoned(PointMassEnv):
+        calls = 0
+
+        def step(self, state, action):
+            state = super().step(state, action)
+            Poisoned.calls += 1
+            if Poisoned.calls == 20:  # one bad reward in the third iteration
+                return state.replace(reward=state.reward.at[0].set(jnp.nan))
+            return state
+
+    result = make_train(SMALL, lambda n: Poisoned(n, "cpu"), run_dir=None, progress=False)(jax.random.PRNGKey(0))
+    assert len(result.rollbacks) == 1 and "reward" in result.rollbacks[0]
+    assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree_util.tree_leaves(result.state.params))
+
+
+def test_two_devices_equal_one_device_at_same_global_batch():
+    script = textwrap.dedent(
+        f"""
+        import sys, jax, numpy as np
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from point_mass import PointMassEnv
+        from metaworld_x.training.config import PPOConfig
+        from metaworld_x.training.train import make_train
+        assert len(jax.devices()) == 2, jax.devices()
+        out = []
+        for devices in (1, 2):
+            config = PPOConfig(num_envs=32, unroll_length=8, num_minibatches=2, num_epochs=2,
+                               total_env_steps=32 * 8 * 3, eval_every=0, policy_hidden=(16,),
+                               value_hidden=(16,), num_devices=devices)
+            result = make_train(config, lambda n: PointMassEnv(n, 'mjx'), progress=False)(jax.random.PRNGKey(0))
+            out.append(np.concatenate([np.ravel(x) for x in jax.tree_util.tree_leaves(result.state.params)]))
+        print('maxdiff', float(np.max(np.abs(out[0] - out[1]))))
+        """
+    )
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    maxdiff = float(result.stdout.split("maxdiff")[1])
+    assert maxdiff < 1e-5, maxdiff
+
+
+def test_policy_export_acts_without_training_code_and_onnx_matches(tmp_path):
+    import onnxruntime
+
+    from metaworld_x.policy import act, export_onnx, from_training, load_policy, save_policy
+
+    result = make_train(SMALL, lambda n: PointMassEnv(n, "mjx"), progress=False)(jax.random.PRNGKey(3))
+    params = from_training(result.state.params.policy, result.state.normalizer)
+    save_policy(params, tmp_path, {"skill": "point_mass"})
+    loaded, spec = load_policy(tmp_path)
+    obs = np.random.default_rng(0).normal(size=(64, 6)).astype(np.float32)
+    jax_action = np.asarray(jax.jit(act)(loaded, obs))
+    # the exported policy is the training policy's mode
+    from metaworld_x.training.networks import make_networks as nets_for
+
+    nets = nets_for(PointMassEnv.observation_sizes, 2, (16,), (16,), True)
+    logits = nets.policy.apply(result.state.normalizer, result.state.params.policy, {"state": obs, "privileged_state": obs})
+    np.testing.assert_allclose(jax_action, np.asarray(nets.action_distribution.mode(logits)), atol=1e-6)
+    session = onnxruntime.InferenceSession(str(export_onnx(loaded, tmp_path / "policy.onnx")))
+    onnx_action = session.run(["action"], {"obs": obs})[0]
+    np.testing.assert_allclose(onnx_action, jax_action, atol=1e-5)
+    assert spec["action_size"] == 2
