@@ -1,0 +1,119 @@
+"""`metaworld-x motion`: retarget human mocap to the robot, list the clip library, play a clip."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Union
+
+import tyro
+
+from metaworld_x.paths import MOTIONS_DIR
+
+
+@dataclass(frozen=True)
+class Retarget:
+    """Retarget a human motion file (BVH, AMASS-style .npz, DeepMimic) onto the H1 as a reference clip."""
+
+    file: tyro.conf.Positional[Path]
+    """The human motion file."""
+    skill: str
+    """Skill label stored in the clip (stand, walk, run, ...)."""
+    out: Path | None = None
+    """Where to write the clip; default assets/motions/<skill>.npz."""
+    start: float = 0.0
+    """Segment start (s)."""
+    end: float | None = None
+    """Segment end (s); default the end of the file."""
+    licence: str = ""
+    """The source's licence, one line, stored in the clip."""
+    attribution: str = ""
+    """The credit the source's licence asks for, stored in the clip."""
+    iterations: int = 2
+    """IK iterations per frame (warm-started)."""
+
+    def run(self) -> None:
+        from metaworld_x.motion import load_human_motion
+        from metaworld_x.motion.clip import save_clip
+        from metaworld_x.motion.ik import IkConfig
+        from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, retarget
+
+        motion = load_human_motion(self.file)
+        source = SourceInfo(kind="mocap", file=self.file.name, licence=self.licence, attribution=self.attribution)
+        clip = retarget(
+            motion, self.skill, config=RetargetConfig(ik=IkConfig(iterations=self.iterations)),
+            source=source, start=self.start, end=self.end, progress=True,
+        )
+        out = save_clip(clip, self.out or MOTIONS_DIR / f"{self.skill}.npz")
+        q = clip.quality
+        print(
+            f"{out}: {clip.num_frames} frames ({clip.duration:.2f} s) at {clip.fps:g} fps; "
+            f"end-point error mean {100 * q['keypoint_error_mean']:.1f} cm, max {100 * q['keypoint_error_max']:.1f} cm; "
+            f"penetration {100 * q['penetration']:.2f} cm; skating {100 * q['skating']:.2f} cm/s; "
+            f"limit violations {q['limit_violations']}; {q['speed']:.0f} frames/s"
+        )
+
+
+@dataclass(frozen=True)
+class List:
+    """List the reference clips in a folder (default the shipped library)."""
+
+    folder: Path = MOTIONS_DIR
+    """Folder of .npz clips."""
+    report: bool = False
+    """Add the quality figures (errors, penetration, skating, limit violations, speed) and goals missed."""
+
+    def run(self) -> None:
+        from metaworld_x.errors import UserError
+        from metaworld_x.motion.library import library_table
+
+        if not self.folder.is_dir():
+            raise UserError(f"{self.folder}: no such folder of clips")
+        print(library_table(self.folder, report=self.report))
+
+
+@dataclass(frozen=True)
+class Show:
+    """Play a clip kinematically: the viewer when a display exists, else a video, the human beside the robot."""
+
+    clip: tyro.conf.Positional[Path]
+    """The clip (.npz), or a skill name from the shipped library."""
+    video: Path | None = None
+    """Write an .mp4 here instead of opening the viewer."""
+    width: int = 640
+    """Video width in pixels."""
+    height: int = 480
+    """Video height in pixels."""
+    human_offset: float = 1.0
+    """The human skeleton is drawn this far to the robot's left (m)."""
+    loops: int = 1
+    """How many times the viewer plays the clip."""
+
+    def run(self) -> None:
+        import os
+
+        from metaworld_x.motion.playback import play_in_viewer, write_video
+
+        path = self.clip if self.clip.suffix == ".npz" or self.clip.exists() else MOTIONS_DIR / f"{self.clip}.npz"
+        if self.video is None and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            video = path.with_suffix(".mp4").name
+            print(f"no display; writing the video {video} instead (pass --video to choose where)")
+            write_video(path, Path(video), self.width, self.height, self.human_offset)
+        elif self.video is not None:
+            write_video(path, self.video, self.width, self.height, self.human_offset)
+        else:
+            play_in_viewer(path, self.human_offset, self.loops)
+
+
+@dataclass(frozen=True)
+class Motion:
+    """Reference motions: retarget mocap onto the robot, list the library, play a clip."""
+
+    command: Union[
+        Annotated[Retarget, tyro.conf.subcommand("retarget")],
+        Annotated[List, tyro.conf.subcommand("list")],
+        Annotated[Show, tyro.conf.subcommand("show")],
+    ]
+
+    def run(self) -> None:
+        self.command.run()

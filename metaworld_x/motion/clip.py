@@ -1,0 +1,252 @@
+"""The reference clip format: one .npz per clip, no pickle, metadata as JSON.
+
+Arrays (T frames at `fps`, float32 unless noted):
+- `root_pos` [T, 3]: pelvis position, world, metres, z up.
+- `root_quat` [T, 4]: pelvis orientation (w, x, y, z), one hemisphere throughout.
+- `joint_pos` [T, 19], `joint_vel` [T, 19]: angles (rad) and speeds (rad/s) in JOINT_NAMES order.
+- `root_lin_vel` [T, 3]: world frame (m/s); `root_ang_vel` [T, 3]: pelvis
+  frame (rad/s). Together with joint_vel this is MuJoCo's qvel layout.
+- `keypoint_pos` [T, K, 3]: robot bodies and sites by forward kinematics, named by `keypoint_names`.
+- `target_pos` [T, K, 3]: the retargeting targets for the same keypoints (the human in the robot's proportions).
+- `human_pos` [T, H, 3]: the human's keypoints scaled uniformly, named by `human_names` (for display).
+- `contacts` [T, 2] bool: left, right foot in stance.
+- `object_pose` [T, 7], optional: object quaternion (w, x, y, z) then position, same world and scale.
+- `metadata`: a 0-d unicode array holding a JSON object (see `Clip`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from metaworld_x.errors import UserError
+from metaworld_x.robot.constants import JOINT_NAMES
+
+if TYPE_CHECKING:
+    import mujoco
+
+FORMAT_VERSION = 1
+SOURCE_KINDS = ("mocap", "keyframed")
+_FLOAT_ARRAYS = (
+    "root_pos", "root_quat", "joint_pos", "joint_vel", "root_lin_vel", "root_ang_vel",
+    "keypoint_pos", "target_pos", "human_pos",
+)
+_METADATA_KEYS = (
+    "format_version", "skill", "fps", "num_frames", "source", "source_file", "licence",
+    "attribution", "robot_hash", "keypoint_names", "human_names", "quality", "info",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Clip:
+    """A reference motion of the robot, as stored in assets/motions/<skill>.npz.
+
+    Attributes:
+      skill: the expert it serves (stand, walk, ...).
+      fps: frames per second (the control rate, 50).
+      root_pos .. object_pose: the arrays of the module docstring.
+      keypoint_names: [K] robot body or site name of each keypoint_pos / target_pos column.
+      human_names: [H] canonical human keypoint of each human_pos column.
+      source: 'mocap' or 'keyframed'.
+      source_file: the human motion file's name ('' for keyframed clips).
+      licence: the source's licence, one line.
+      attribution: the credit the licence asks for.
+      robot_hash: `robot_hash` of the model the clip was made on.
+      quality: retarget quality figures (see `metaworld_x.motion.quality`).
+      info: how the clip was made (segment_s, scale, floor_offset, ...) and
+        `loop`: whether the clip is one cycle that may repeat (root displaced).
+    """
+
+    skill: str
+    fps: float
+    root_pos: np.ndarray
+    root_quat: np.ndarray
+    joint_pos: np.ndarray
+    joint_vel: np.ndarray
+    root_lin_vel: np.ndarray
+    root_ang_vel: np.ndarray
+    keypoint_pos: np.ndarray
+    target_pos: np.ndarray
+    human_pos: np.ndarray
+    contacts: np.ndarray
+    keypoint_names: tuple[str, ...]
+    human_names: tuple[str, ...]
+    source: str
+    source_file: str
+    licence: str
+    attribution: str
+    robot_hash: str
+    quality: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    object_pose: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        _validate(self, f"clip {self.skill!r}")
+
+    @property
+    def num_frames(self) -> int:
+        return self.root_pos.shape[0]
+
+    @property
+    def duration(self) -> float:
+        """Seconds from the first frame to the last."""
+        return (self.num_frames - 1) / self.fps
+
+    @property
+    def qpos(self) -> np.ndarray:
+        """[T, 26] MuJoCo qpos: root position, root quaternion, joint angles."""
+        return np.concatenate([self.root_pos, self.root_quat, self.joint_pos], axis=-1)
+
+    @property
+    def qvel(self) -> np.ndarray:
+        """[T, 25] MuJoCo qvel: root linear (world), root angular (local), joint speeds."""
+        return np.concatenate([self.root_lin_vel, self.root_ang_vel, self.joint_vel], axis=-1)
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "format_version": FORMAT_VERSION, "skill": self.skill, "fps": self.fps,
+            "num_frames": self.num_frames, "source": self.source, "source_file": self.source_file,
+            "licence": self.licence, "attribution": self.attribution, "robot_hash": self.robot_hash,
+            "keypoint_names": list(self.keypoint_names), "human_names": list(self.human_names),
+            "quality": self.quality, "info": self.info,
+        }
+
+
+def save_clip(clip: Clip, path: str | Path) -> Path:
+    """Write `clip` to `path` (.npz) atomically: a failed write leaves no file and keeps any old one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {name: np.asarray(getattr(clip, name), dtype=np.float32) for name in _FLOAT_ARRAYS}
+    arrays["contacts"] = np.asarray(clip.contacts, dtype=bool)
+    if clip.object_pose is not None:
+        arrays["object_pose"] = np.asarray(clip.object_pose, dtype=np.float32)
+    arrays["metadata"] = np.array(json.dumps(clip.metadata(), sort_keys=True))
+    descriptor, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            np.savez_compressed(stream, **arrays)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes the file private
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_clip(path: str | Path, model: "mujoco.MjModel | None" = None) -> Clip:
+    """Read and validate a clip; refuse one made for a robot other than `model` (default: our H1).
+
+    Args:
+      path: the .npz file.
+      model: the robot model (bare or inside a scene) the clip will drive;
+        None compares against `robot_spec("h1")`. `read_clip` skips the check.
+    """
+    from metaworld_x.robot.fingerprint import robot_hash
+
+    clip = read_clip(path)
+    if model is None:
+        model = _default_model()
+    expected = robot_hash(model)
+    if clip.robot_hash != expected:
+        raise UserError(
+            f"{path} was retargeted for robot model {clip.robot_hash}, but this robot model is {expected}; "
+            f"re-run `metaworld-x motion retarget <source file> --skill {clip.skill} --out {path}` "
+            "(or `python scripts/make_motion_library.py` for the shipped library) to remake it for this robot"
+        )
+    return clip
+
+
+def read_clip(path: str | Path) -> Clip:
+    """Read and validate a clip's contents without comparing robots."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such clip file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+    except (OSError, ValueError, EOFError) as error:
+        raise UserError(f"{path}: not a readable clip .npz ({error})") from None
+    missing = [key for key in (*_FLOAT_ARRAYS, "contacts", "metadata") if key not in arrays]
+    if missing:
+        raise UserError(f"{path}: not a clip; arrays missing: {missing}")
+    try:
+        meta = json.loads(str(arrays["metadata"][()]))
+    except (ValueError, TypeError) as error:
+        raise UserError(f"{path}: the metadata is not JSON ({error})") from None
+    absent = [key for key in _METADATA_KEYS if key not in meta]
+    if absent:
+        raise UserError(f"{path}: metadata lacks {absent}")
+    if meta["format_version"] != FORMAT_VERSION:
+        raise UserError(f"{path}: clip format {meta['format_version']}, this code reads {FORMAT_VERSION}; remake the clip")
+    for name in (*_FLOAT_ARRAYS, "object_pose"):
+        if name in arrays and arrays[name].dtype != np.float32:
+            raise UserError(f"{path}: {name} must be float32, got {arrays[name].dtype}")
+    if arrays["contacts"].dtype != bool:
+        raise UserError(f"{path}: contacts must be bool, got {arrays['contacts'].dtype}")
+    if meta["num_frames"] != arrays["root_pos"].shape[0]:
+        raise UserError(f"{path}: metadata says {meta['num_frames']} frames, root_pos has {arrays['root_pos'].shape[0]}")
+    try:
+        return Clip(
+            skill=meta["skill"], fps=float(meta["fps"]),
+            **{name: arrays[name] for name in (*_FLOAT_ARRAYS, "contacts")},
+            keypoint_names=tuple(meta["keypoint_names"]), human_names=tuple(meta["human_names"]),
+            source=meta["source"], source_file=meta["source_file"], licence=meta["licence"],
+            attribution=meta["attribution"], robot_hash=meta["robot_hash"],
+            quality=meta["quality"], info=meta["info"], object_pose=arrays.get("object_pose"),
+        )
+    except UserError as error:
+        raise UserError(f"{path}: {error}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _default_model() -> "mujoco.MjModel":
+    from metaworld_x.robot import robot_spec
+
+    return robot_spec("h1").compile()
+
+
+def _validate(clip: Clip, where: str) -> None:
+    count = clip.root_pos.shape[0] if clip.root_pos.ndim == 2 else -1
+    k, h = len(clip.keypoint_names), len(clip.human_names)
+    shapes = {
+        "root_pos": (count, 3), "root_quat": (count, 4), "joint_pos": (count, len(JOINT_NAMES)),
+        "joint_vel": (count, len(JOINT_NAMES)), "root_lin_vel": (count, 3), "root_ang_vel": (count, 3),
+        "keypoint_pos": (count, k, 3), "target_pos": (count, k, 3), "human_pos": (count, h, 3),
+        "contacts": (count, 2),
+    }
+    if clip.object_pose is not None:
+        shapes["object_pose"] = (count, 7)
+    if count < 2:
+        raise UserError(f"{where}: needs at least 2 frames, root_pos has shape {clip.root_pos.shape}")
+    for name, shape in shapes.items():
+        array = getattr(clip, name)
+        if not isinstance(array, np.ndarray) or array.shape != shape:
+            raise UserError(f"{where}: {name} must have shape {shape}, got {getattr(array, 'shape', type(array))}")
+        if name == "contacts":
+            if array.dtype != bool:
+                raise UserError(f"{where}: contacts must be bool, got {array.dtype}")
+        elif not np.issubdtype(array.dtype, np.floating):
+            raise UserError(f"{where}: {name} must be floating point, got {array.dtype}")
+        elif not np.isfinite(array).all():
+            frame = int(np.argwhere(~np.isfinite(array))[0][0])
+            raise UserError(f"{where}: {name} is not finite (first at frame {frame})")
+    norms = np.linalg.norm(clip.root_quat, axis=-1)
+    if np.any(np.abs(norms - 1.0) > 1e-3):
+        raise UserError(f"{where}: root_quat is not unit length (frame {int(np.argmax(np.abs(norms - 1)))})")
+    if not (np.isfinite(clip.fps) and clip.fps > 0):
+        raise UserError(f"{where}: fps must be positive, got {clip.fps}")
+    if clip.source not in SOURCE_KINDS:
+        raise UserError(f"{where}: source must be one of {SOURCE_KINDS}, got {clip.source!r}")

@@ -1,0 +1,179 @@
+"""Frame-by-frame inverse kinematics of the H1 on keypoint targets, with mink.
+
+One `PoseSolver` holds the mink tasks and limits for a model and is reused
+over a whole clip: each frame starts from the previous frame's solution
+(warm start), so a few QP iterations per frame suffice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mink
+import mujoco
+import numpy as np
+
+from metaworld_x.errors import UserError
+from metaworld_x.motion.scaling import KEYPOINT_NAMES, ROBOT_FRAMES, SIDES
+from metaworld_x.robot.constants import HOME_JOINT_POSE, JOINT_NAMES
+
+# The first frame's steps last this many frames, so its joints may travel far.
+_FIRST_FRAME_STEP = 10.0
+
+
+@dataclass(frozen=True)
+class IkConfig:
+    """Weights and limits of the per-frame IK problem."""
+
+    position_costs: dict[str, float] = field(default_factory=lambda: {
+        "pelvis": 1.0, "chest": 0.0, "head": 0.0,
+        **{f"{s}_{p}": c for s in SIDES for p, c in (
+            ("hip", 0.0), ("knee", 0.3), ("ankle", 1.0), ("toe", 0.0),
+            ("shoulder", 0.0), ("elbow", 0.3), ("wrist", 1.0))},
+    })
+    """Position cost per keypoint (KEYPOINT_NAMES); 0 leaves the keypoint untracked."""
+    pelvis_height_weight: float = 0.2
+    """Fraction of the pelvis position cost on its height: the legs' lengths differ from the human's,
+    so the height gives way first when the feet cannot otherwise be met."""
+    pelvis_orientation_cost: float = 0.5
+    """Orientation cost on the pelvis (the trunk's pitch and roll)."""
+    torso_orientation_cost: float = 0.3
+    """Orientation cost on the torso link (the waist's yaw)."""
+    foot_orientation_cost: float = 0.3
+    """Orientation cost on each ankle link."""
+    contact_cost: float = 5.0
+    """Position and orientation cost on a foot pinned to the ground while in contact."""
+    posture_cost: float = 0.02
+    """Pull towards the home pose, which also picks one of several equal solutions."""
+    damping: float = 1e-3
+    """Levenberg-Marquardt damping of the QP."""
+    iterations: int = 2
+    """QP iterations per frame after the first (warm-started from the previous frame)."""
+    first_iterations: int = 60
+    """QP iterations for the first frame, from the home pose."""
+    max_joint_speed: float = 20.0
+    """Joint speed bound (rad/s) for mink's VelocityLimit."""
+    solver: str = "daqp"
+    """qpsolvers backend."""
+
+    def __post_init__(self) -> None:
+        if self.iterations < 1 or self.first_iterations < 1:
+            raise UserError(
+                f"IK iterations must be >= 1 (got iterations={self.iterations}, "
+                f"first_iterations={self.first_iterations}); 2 per frame is enough with warm starts"
+            )
+        unknown = sorted(set(self.position_costs) - set(KEYPOINT_NAMES))
+        if unknown:
+            raise UserError(f"position_costs names unknown keypoints {unknown}; known: {', '.join(KEYPOINT_NAMES)}")
+
+
+@dataclass(frozen=True)
+class FrameTargets:
+    """Targets for one frame: positions {keypoint: [3]}, orientations [3, 3], and how pinned each foot is.
+
+    `pinned` (left, right) in [0, 1] blends each foot's costs from tracking
+    to `contact_cost`; a step change would make the whole pose jump.
+    """
+
+    positions: dict[str, np.ndarray]
+    pelvis_rot: np.ndarray
+    torso_rot: np.ndarray
+    foot_rot: dict[str, np.ndarray]
+    pinned: tuple[float, float] = (0.0, 0.0)
+
+
+def home_qpos(model: mujoco.MjModel, root_height: float = 1.0) -> np.ndarray:
+    """[nq] the home pose standing at the origin."""
+    qpos = model.qpos0.copy()
+    qpos[:3] = (0.0, 0.0, root_height)
+    qpos[3:7] = (1.0, 0.0, 0.0, 0.0)
+    for name, angle in HOME_JOINT_POSE.items():
+        qpos[model.jnt_qposadr[model.joint(name).id]] = angle
+    return qpos
+
+
+def joint_qpos_indices(model: mujoco.MjModel) -> np.ndarray:
+    """[19] qpos index of each joint in JOINT_NAMES order."""
+    return np.array([model.jnt_qposadr[model.joint(name).id] for name in JOINT_NAMES])
+
+
+class PoseSolver:
+    """mink IK on the keypoint targets, warm-started from frame to frame."""
+
+    def __init__(self, model: mujoco.MjModel, config: IkConfig = IkConfig(), fps: float = 50.0):
+        self.model = model
+        self.config = config
+        self.dt = 1.0 / fps
+        self.configuration = mink.Configuration(model)
+        self.configuration.update(home_qpos(model))
+        costs = config.position_costs
+        self.position_tasks = {
+            key: mink.FrameTask(ROBOT_FRAMES[key][1], ROBOT_FRAMES[key][0], position_cost=costs[key], orientation_cost=0.0)
+            for key in KEYPOINT_NAMES
+            if costs.get(key, 0.0) > 0 and key not in ("pelvis",) and not key.endswith("ankle")
+        }
+        pelvis_cost = costs["pelvis"] * np.array([1.0, 1.0, config.pelvis_height_weight])
+        self.pelvis = mink.FrameTask("pelvis", "body", pelvis_cost, config.pelvis_orientation_cost)
+        self.torso = mink.FrameTask("torso_link", "body", 0.0, config.torso_orientation_cost)
+        self.feet = {
+            side: mink.FrameTask(f"{side}_ankle_link", "body", costs[f"{side}_ankle"], config.foot_orientation_cost)
+            for side in SIDES
+        }
+        self.posture = mink.PostureTask(model, cost=config.posture_cost)
+        self.posture.set_target(home_qpos(model))
+        self.tasks = [self.pelvis, self.torso, *self.feet.values(), *self.position_tasks.values(), self.posture]
+        velocities = {name: config.max_joint_speed for name in JOINT_NAMES}
+        self.limits = [mink.ConfigurationLimit(model), mink.VelocityLimit(model, velocities)]
+        self._identity = np.eye(3)
+        self._first = True
+        self._first_iterations = config.first_iterations
+
+    def reset(self, qpos: np.ndarray | None = None, iterations: int | None = None) -> None:
+        """Start over from `qpos` (home by default); the next solve runs `iterations` (default `first_iterations`)."""
+        self.configuration.update(home_qpos(self.model) if qpos is None else qpos)
+        self._first = True
+        self._first_iterations = self.config.first_iterations if iterations is None else max(1, iterations)
+
+    def solve(self, targets: FrameTargets) -> np.ndarray:
+        """[nq] the pose that best meets `targets`, starting from the last solution."""
+        self._set_targets(targets)
+        if self._first:
+            # Converge from the start pose, first moved to the target root so
+            # the legs need not drag the body there: long steps, many of them.
+            qpos = self.configuration.q.copy()
+            qpos[:3] = targets.positions["pelvis"]
+            self.configuration.update(qpos)
+            iterations, dt = self._first_iterations, _FIRST_FRAME_STEP * self.dt
+        else:
+            # Warm start: the frame's time is split over its iterations, so the
+            # velocity limit bounds the joint speed of the clip itself.
+            iterations = self.config.iterations
+            dt = self.dt / iterations
+        for _ in range(iterations):
+            velocity = mink.solve_ik(
+                self.configuration, self.tasks, dt, self.config.solver, damping=self.config.damping, limits=self.limits
+            )
+            self.configuration.integrate_inplace(velocity, dt)
+        self._first = False
+        return self.configuration.q.copy()
+
+    def _set_targets(self, targets: FrameTargets) -> None:
+        config = self.config
+        self.pelvis.set_target(_se3(targets.pelvis_rot, targets.positions["pelvis"]))
+        self.torso.set_target(_se3(targets.torso_rot, targets.positions["chest"]))
+        for index, side in enumerate(SIDES):
+            task = self.feet[side]
+            task.set_target(_se3(targets.foot_rot[side], targets.positions[f"{side}_ankle"]))
+            pin = targets.pinned[index]
+            free_position, free_orientation = config.position_costs[f"{side}_ankle"], config.foot_orientation_cost
+            task.set_position_cost(free_position + pin * (config.contact_cost - free_position))
+            # No ankle roll on the H1: a foot's roll is its leg's, so two flat
+            # feet would fix the stance width. Pin only pitch and yaw.
+            pinned_orientation = np.array([free_orientation, config.contact_cost, config.contact_cost])
+            task.set_orientation_cost(free_orientation + pin * (pinned_orientation - free_orientation))
+        for key, task in self.position_tasks.items():
+            task.set_target(_se3(self._identity, targets.positions[key]))
+
+
+def _se3(rotation: np.ndarray, translation: np.ndarray) -> mink.SE3:
+    return mink.SE3.from_rotation_and_translation(mink.SO3.from_matrix(rotation), translation)

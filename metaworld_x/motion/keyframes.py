@@ -1,0 +1,227 @@
+"""Keyframed reference clips for skills with no human clip here (sit, push, door).
+
+A clip is a few key poses, each the pelvis pose plus where the hands and the
+soles should be, at given times. Between keys every target moves on a
+minimum-jerk curve (zero velocity and acceleration at each key), and the
+whole clip goes through the same IK, floor and contact stages as retargeted
+mocap (`retarget.solve_clip`), so both kinds of clip look alike to the
+environments. Clips made here are marked `source: keyframed`; they are the
+first to replace with real mocap (see assets/motions/README.md).
+
+Coordinates: metres, z up, the robot starts at the origin facing +x (the
+scenes put the chair's seat centre at x = -0.3, top at 0.55 m).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import mujoco
+import numpy as np
+
+from metaworld_x.errors import UserError
+from metaworld_x.motion.clip import Clip
+from metaworld_x.motion.ik import IkConfig, home_qpos
+from metaworld_x.motion.keypoints import CANONICAL_KEYPOINTS
+from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, solve_clip
+from metaworld_x.motion.scaling import KEYPOINT_NAMES, SIDES, RobotProportions, ScaledTargets
+from metaworld_x.robot.constants import HOME_ROOT_HEIGHT
+
+Vec = tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class KeyPose:
+    """One key pose: where the pelvis, hands and soles are at `time`.
+
+    Hands and soles left as None keep their place in the previous key (the
+    first key's defaults are the home pose's).
+    """
+
+    time: float
+    """Seconds from the clip's start."""
+    pelvis: Vec
+    """Pelvis position (m)."""
+    pelvis_rpy: Vec = (0.0, 0.0, 0.0)
+    """Pelvis roll, pitch (positive leans forward), yaw (rad)."""
+    torso_yaw: float = 0.0
+    """Waist yaw relative to the pelvis (rad)."""
+    left_hand: Vec | None = None
+    right_hand: Vec | None = None
+    left_foot: Vec | None = None
+    """Left sole centre (m); its z is 0 when standing."""
+    right_foot: Vec | None = None
+
+
+@dataclass(frozen=True)
+class KeyframeClip:
+    """A keyframed skill: its key poses and what it is for."""
+
+    skill: str
+    keys: tuple[KeyPose, ...]
+    notes: str = ""
+    hold: float = 0.5
+    """Seconds the last pose is held."""
+
+
+def home_points(model: mujoco.MjModel) -> dict[str, np.ndarray]:
+    """Hand and sole positions {left_hand, right_hand, left_foot, right_foot} of the home pose at the origin."""
+    data = mujoco.MjData(model)
+    data.qpos[:] = home_qpos(model, HOME_ROOT_HEIGHT)
+    mujoco.mj_kinematics(model, data)
+    points = {f"{side}_hand": data.site(f"{side}_hand").xpos.copy() for side in SIDES}
+    soles = {f"{side}_foot": data.site(f"{side}_foot").xpos.copy() for side in SIDES}
+    height = min(p[2] for p in soles.values())
+    points.update({key: value - [0.0, 0.0, height] for key, value in soles.items()})
+    points["pelvis"] = data.body("pelvis").xpos.copy() - [0.0, 0.0, height]
+    return points
+
+
+def minimum_jerk(fraction: np.ndarray) -> np.ndarray:
+    """s(tau) = 10 tau^3 - 15 tau^4 + 6 tau^5: 0 -> 1 with zero speed and acceleration at both ends."""
+    tau = np.clip(fraction, 0.0, 1.0)
+    return tau**3 * (10.0 - 15.0 * tau + 6.0 * tau**2)
+
+
+def _rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_euler("ZYX", [yaw, pitch, roll]).as_matrix()
+
+
+def key_tracks(clip: KeyframeClip, home: dict[str, np.ndarray], fps: float) -> dict[str, np.ndarray]:
+    """{quantity: [T, n]} every key quantity at each frame, minimum-jerk between keys."""
+    keys = sorted(clip.keys, key=lambda key: key.time)
+    if not keys or keys[0].time != 0.0:
+        raise UserError(f"keyframed clip {clip.skill!r}: the first key must be at time 0")
+    points = [name for name in home if name != "pelvis"]  # hands and soles
+    values: dict[str, list[np.ndarray]] = {name: [] for name in ("pelvis", "rpy", "torso_yaw", *points)}
+    last = {name: home[name] for name in points}
+    for key in keys:
+        values["pelvis"].append(np.array(key.pelvis, dtype=float))
+        values["rpy"].append(np.array(key.pelvis_rpy, dtype=float))
+        values["torso_yaw"].append(np.array([key.torso_yaw]))
+        for name in points:
+            given = getattr(key, name)
+            last[name] = last[name] if given is None else np.array(given, dtype=float)
+            values[name].append(last[name])
+    times = np.array([key.time for key in keys])
+    frames = np.arange(int(round((times[-1] + clip.hold) * fps)) + 1) / fps
+    index = np.clip(np.searchsorted(times, frames, side="right") - 1, 0, len(times) - 1)
+    following = np.minimum(index + 1, len(times) - 1)
+    span = np.maximum(times[following] - times[index], 1e-9)
+    blend = minimum_jerk((frames - times[index]) / span)[:, None]
+    blend[following == index] = 0.0
+    return {name: (1 - blend) * np.array(v)[index] + blend * np.array(v)[following] for name, v in values.items()}
+
+
+def keyframe_targets(clip: KeyframeClip, model: mujoco.MjModel, fps: float) -> ScaledTargets:
+    """Targets for `solve_clip` from the key poses; keypoints without a key follow the robot's trunk."""
+    robot = RobotProportions.of(model)
+    tracks = key_tracks(clip, home_points(model), fps)
+    pelvis_rot = np.array([_rpy_matrix(*rpy) for rpy in tracks["rpy"]])
+    torso_rot = np.array([rot @ _rpy_matrix(0.0, 0.0, yaw[0]) for rot, yaw in zip(pelvis_rot, tracks["torso_yaw"])])
+    hip_centre = tracks["pelvis"] - np.einsum("tij,j->ti", pelvis_rot, robot.offsets["pelvis"])
+    trunk = lambda key, rot: hip_centre + np.einsum("tij,j->ti", rot, robot.offsets[key])
+    positions = {"pelvis": tracks["pelvis"], "chest": trunk("chest", torso_rot), "head": trunk("head", torso_rot)}
+    foot_rot = {}
+    for side in SIDES:
+        sole = tracks[f"{side}_foot"]
+        yaw = np.array([_rpy_matrix(0.0, 0.0, rpy[2]) for rpy in tracks["rpy"]])
+        foot_rot[side] = yaw
+        ankle = sole - np.einsum("tij,j->ti", yaw, robot.sole)
+        hip = trunk(f"{side}_hip", pelvis_rot)
+        shoulder = trunk(f"{side}_shoulder", torso_rot)
+        hand = tracks[f"{side}_hand"]
+        positions.update({
+            f"{side}_hip": hip, f"{side}_knee": 0.5 * (hip + ankle), f"{side}_ankle": ankle, f"{side}_toe": sole,
+            f"{side}_shoulder": shoulder, f"{side}_elbow": 0.5 * (shoulder + hand), f"{side}_wrist": hand,
+        })
+    human = {name: positions.get(name, 0.5 * (positions["left_shoulder"] + positions["right_shoulder"]))
+             for name in CANONICAL_KEYPOINTS}
+    return ScaledTargets(positions={k: positions[k] for k in KEYPOINT_NAMES}, pelvis_rot=pelvis_rot,
+                         torso_rot=torso_rot, foot_rot=foot_rot, human=human, scale=1.0)
+
+
+def compose(clip: KeyframeClip, *, model: mujoco.MjModel | None = None, config: RetargetConfig | None = None,
+            progress: bool = False) -> Clip:
+    """Solve a keyframed clip into a `Clip` marked `source: keyframed`."""
+    if model is None:
+        from metaworld_x.robot import robot_spec
+
+        model = robot_spec("h1").compile()
+    if config is None:
+        # Knees and elbows have no keys: IK places them, the posture term keeps them natural.
+        costs = {**IkConfig().position_costs, **{f"{s}_{p}": 0.0 for s in SIDES for p in ("knee", "elbow")}}
+        config = RetargetConfig(ik=IkConfig(position_costs=costs), align_start=False)
+    targets = keyframe_targets(clip, model, config.fps)
+    result = solve_clip(
+        targets, clip.skill, model=model, config=config,
+        source=SourceInfo(kind="keyframed", file="", licence="project's own (Apache-2.0)",
+                          attribution="keyframed by the MetaWorld-X authors"),
+        info={"keys": len(clip.keys), "notes": clip.notes, "scale": 1.0, "loop": False}, progress=progress,
+    )
+    # No human to show: display the robot's own keypoints as the "human" skeleton.
+    index = {name: i for i, name in enumerate(KEYPOINT_NAMES)}
+    shoulders = 0.5 * (result.keypoint_pos[:, index["left_shoulder"]] + result.keypoint_pos[:, index["right_shoulder"]])
+    human = np.stack([result.keypoint_pos[:, index[name]] if name in index else shoulders
+                      for name in CANONICAL_KEYPOINTS], axis=1)
+    return replace(result, human_pos=human)
+
+
+def _pose(time: float, pelvis: Vec, rpy: Vec = (0.0, 0.0, 0.0), **points: Vec) -> KeyPose:
+    return KeyPose(time=time, pelvis=pelvis, pelvis_rpy=rpy, **points)
+
+
+STAND_PELVIS: Vec = (0.0, 0.0, 0.98)
+
+# The shipped keyframed clips. Hands are hand sites (end of the forearm),
+# feet sole centres. Numbers are in the scenes' frame (metaworld_x.scene).
+KEYFRAMED: dict[str, KeyframeClip] = {
+    "sit": KeyframeClip(
+        skill="sit",
+        notes="stand, lean forward with the hips back, lower onto a 0.55 m seat centred at x = -0.3, stay seated",
+        hold=1.5,
+        keys=(
+            _pose(0.0, STAND_PELVIS),
+            _pose(1.0, (-0.12, 0.0, 0.86), (0.0, 0.35, 0.0), left_hand=(0.3, 0.22, 0.85), right_hand=(0.3, -0.22, 0.85)),
+            _pose(2.0, (-0.26, 0.0, 0.78), (0.0, 0.25, 0.0), left_hand=(0.2, 0.24, 0.78), right_hand=(0.2, -0.24, 0.78)),
+            _pose(2.8, (-0.28, 0.0, 0.78), (0.0, 0.0, 0.0), left_hand=(0.08, 0.26, 0.72), right_hand=(0.08, -0.26, 0.72)),
+        ),
+    ),
+    "push": KeyframeClip(
+        skill="push",
+        notes=(
+            "crouch and lean with both hands on the upper near face of the 0.3 m box on the floor 0.8 m ahead "
+            "(push scene), push it 0.26 m in a deep squat while stepping right then left foot forward"
+        ),
+        hold=0.5,
+        keys=(
+            _pose(0.0, STAND_PELVIS),
+            _pose(1.2, (0.0, 0.0, 0.62), (0.0, 1.0, 0.0), left_hand=(0.6, 0.14, 0.27), right_hand=(0.6, -0.14, 0.27)),
+            _pose(2.0, (0.08, 0.0, 0.62), (0.0, 1.0, 0.0), left_hand=(0.7, 0.14, 0.27), right_hand=(0.7, -0.14, 0.27)),
+            _pose(2.4, (0.11, -0.02, 0.62), (0.0, 1.0, 0.0), right_foot=(0.1, -0.2, 0.06),
+                  left_hand=(0.74, 0.14, 0.27), right_hand=(0.74, -0.14, 0.27)),
+            _pose(2.8, (0.14, -0.02, 0.62), (0.0, 1.0, 0.0), right_foot=(0.16, -0.2, 0.0),
+                  left_hand=(0.78, 0.14, 0.27), right_hand=(0.78, -0.14, 0.27)),
+            _pose(3.2, (0.17, 0.02, 0.62), (0.0, 1.0, 0.0), left_foot=(0.1, 0.2, 0.06),
+                  left_hand=(0.82, 0.14, 0.27), right_hand=(0.82, -0.14, 0.27)),
+            _pose(3.6, (0.2, 0.0, 0.62), (0.0, 1.0, 0.0), left_foot=(0.16, 0.2, 0.0),
+                  left_hand=(0.86, 0.14, 0.27), right_hand=(0.86, -0.14, 0.27)),
+        ),
+    ),
+    "door": KeyframeClip(
+        skill="door",
+        notes=(
+            "standing 1 m before the door plane: right hand to the handle (1.0 m high, 0.4 m to the right), "
+            "push it open along the hinge's arc, the left hand follows on the panel"
+        ),
+        hold=0.5,
+        keys=(
+            _pose(0.0, STAND_PELVIS),
+            _pose(1.0, (0.02, 0.0, 0.96), (0.0, 0.1, -0.1), right_hand=(0.45, -0.38, 1.0)),
+            _pose(2.0, (0.08, 0.0, 0.94), (0.0, 0.25, -0.15), right_hand=(0.66, -0.35, 1.0), left_hand=(0.3, 0.2, 0.95)),
+            _pose(3.0, (0.12, 0.0, 0.94), (0.0, 0.3, 0.0), right_hand=(0.7, -0.3, 0.95), left_hand=(0.68, 0.05, 1.05)),
+        ),
+    ),
+}

@@ -1,0 +1,116 @@
+"""Rebuild the shipped reference clips in assets/motions from the shared mocap and the keyframes.
+
+    python scripts/make_motion_library.py [--only walk run] [--out assets/motions]
+
+Each recipe names its source file (under the shared mocap folder), the
+segment kept and the skill it serves; keyframed clips come from
+`metaworld_x.motion.keyframes.KEYFRAMED`. The source files are read, never
+copied. Needs ../shared/mocap (or METAWORLD_X_SHARED) for the mocap clips.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from metaworld_x.errors import UserError
+from metaworld_x.paths import MOTIONS_DIR, shared_dir
+
+CMU = (
+    "CMU Graphics Lab Motion Capture Database: free for research; may be included in commercially-sold "
+    "products, but not resold as data, even converted",
+    "The data used in this project was obtained from mocap.cs.cmu.edu. "
+    "The database was created with funding from NSF EIA-0196217.",
+)
+DEEPMIMIC = ("MIT", "DeepMimic reference motions, Copyright (c) 2018 Xue Bin Peng (github.com/xbpeng/DeepMimic)")
+OMOMO = (
+    "research use only (OMOMO dataset; redistributed in holosoma-retargeting 0.1.0 demo data)",
+    "OMOMO: J. Li, J. Wu, C. K. Liu, 'Object Motion Guided Human Motion Synthesis', ACM TOG (SIGGRAPH Asia) 2023",
+)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One mocap clip of the library."""
+
+    name: str
+    """File stem in assets/motions."""
+    skill: str
+    """Skill the clip serves."""
+    source: str
+    """Path under the shared mocap folder."""
+    licence: tuple[str, str]
+    """(licence, attribution)."""
+    start: float = 0.0
+    """Segment start (s)."""
+    end: float | None = None
+    """Segment end (s); None: the end of the file."""
+
+
+RECIPES = (
+    Recipe("stand", "stand", "cmu/131_01.bvh", CMU, 0.0, 1.1),
+    Recipe("stand_2", "stand", "cmu/131_02.bvh", CMU, 9.5, 10.35),
+    Recipe("walk", "walk", "deepmimic/humanoid3d_walk.txt", DEEPMIMIC),
+    Recipe("run", "run", "deepmimic/humanoid3d_run.txt", DEEPMIMIC),
+    Recipe("run_jog", "run", "deepmimic/humanoid3d_jog.txt", DEEPMIMIC),
+    Recipe("crawl", "crawl", "deepmimic/humanoid3d_crawl.txt", DEEPMIMIC),
+    Recipe("carry", "carry", "omomo/sub3_largebox_003.npz", OMOMO, 1.8, 4.6),
+    Recipe("pickup", "pickup", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 2.2),
+    Recipe("reach_one_hand", "reach_one_hand", "deepmimic/humanoid3d_punch.txt", DEEPMIMIC),
+    Recipe("reach_two_hands", "reach_two_hands", "deepmimic/humanoid3d_zombie_walk.txt", DEEPMIMIC),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="*", help="clip names to rebuild (default all)")
+    parser.add_argument("--out", type=Path, default=MOTIONS_DIR, help="output folder")
+    args = parser.parse_args(argv)
+    try:
+        build(args.out, set(args.only) if args.only else None)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def build(out: Path, only: set[str] | None = None) -> None:
+    from metaworld_x.motion import load_human_motion
+    from metaworld_x.motion.clip import save_clip
+    from metaworld_x.motion.keyframes import KEYFRAMED, compose
+    from metaworld_x.motion.retarget import SourceInfo, retarget
+    from metaworld_x.robot import robot_spec
+
+    model = robot_spec("h1").compile()
+    recipes = [r for r in RECIPES if only is None or r.name in only]
+    keyframed = [k for k in KEYFRAMED if only is None or k in only]
+    mocap = shared_dir()
+    if recipes and (mocap is None or not (mocap / "mocap").is_dir()):
+        raise UserError("the shared mocap folder (../shared/mocap or $METAWORLD_X_SHARED/mocap) is missing")
+    for recipe in recipes:
+        clock = time.perf_counter()
+        path = mocap / "mocap" / recipe.source
+        source = SourceInfo(kind="mocap", file=path.name, licence=recipe.licence[0], attribution=recipe.licence[1])
+        clip = retarget(load_human_motion(path), recipe.skill, model=model, source=source,
+                        start=recipe.start, end=recipe.end, progress=True)
+        _report(save_clip(clip, out / f"{recipe.name}.npz"), clip, time.perf_counter() - clock)
+    for name in keyframed:
+        clock = time.perf_counter()
+        clip = compose(KEYFRAMED[name], model=model, progress=True)
+        _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
+
+
+def _report(path: Path, clip, seconds: float) -> None:
+    q = clip.quality
+    print(
+        f"{path.name:<22} {clip.skill:<16} {clip.num_frames:4d} frames  err {100 * q['keypoint_error_mean']:.1f}/"
+        f"{100 * q['keypoint_error_max']:.1f} cm  pen {100 * q['penetration']:.2f} cm  skate "
+        f"{100 * q['skating']:.2f} cm/s  limits {q['limit_violations']}  {q['speed']:.0f} fr/s  ({seconds:.1f} s)"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
