@@ -1,0 +1,103 @@
+"""Router checkpoints, bound to the expert set they were trained with.
+
+`router.msgpack` holds the network's parameters (flax msgpack) and
+`router.json` the config, input sizes, the ordered expert set (name and
+policy hash of each) and library versions. Loading compares the recorded
+expert set with the installed one and refuses any difference, naming the
+missing, extra, changed and reordered experts: a router's output i means
+"expert i of the set it was trained with".
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from flax import serialization
+
+from metaworld_x.errors import UserError
+from metaworld_x.routing.config import RouterConfig
+from metaworld_x.routing.experts import ExpertSet
+from metaworld_x.routing.network import Router, RouterParams
+
+FORMAT_VERSION = 1
+PARAMS_FILE = "router.msgpack"
+META_FILE = "router.json"
+
+
+def save_router(directory: Path, router: Router, params: RouterParams, experts: ExpertSet | list[dict], meta: dict | None = None) -> Path:
+    """Write the router atomically, recording the expert set (names and policy hashes, in order)."""
+    from metaworld_x.training.checkpoint import versions
+
+    record_experts = experts.record() if isinstance(experts, ExpertSet) else list(experts)
+    if [e["name"] for e in record_experts] != list(router.expert_names):
+        raise UserError(
+            f"the expert set {[e['name'] for e in record_experts]} is not the router's {list(router.expert_names)}"
+        )
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    payload = serialization.to_bytes(params)
+    record = {
+        "format_version": FORMAT_VERSION,
+        "config": dataclasses.asdict(router.config),
+        "obs_size": router.obs_size,
+        "text_size": router.text_size,
+        "experts": record_experts,
+        "sha256": hashlib.sha256(payload).hexdigest(),
+        "versions": versions(),
+        **(meta or {}),
+    }
+    for name, data in ((PARAMS_FILE, payload), (META_FILE, json.dumps(record, indent=2).encode())):
+        tmp = directory / f".{name}.{os.getpid()}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, directory / name)
+    return directory
+
+
+def expert_set_differences(recorded: list[dict], installed: list[dict]) -> list[str]:
+    """Human-readable differences between two [{'name', 'hash'}] lists; empty when identical."""
+    old = {e["name"]: e["hash"] for e in recorded}
+    new = {e["name"]: e["hash"] for e in installed}
+    problems = []
+    missing = [n for n in old if n not in new]
+    extra = [n for n in new if n not in old]
+    changed = [n for n in old if n in new and old[n] != new[n]]
+    if missing:
+        problems.append(f"missing: {', '.join(missing)}")
+    if extra:
+        problems.append(f"extra: {', '.join(extra)}")
+    if changed:
+        problems.append("changed: " + ", ".join(f"{n} (trained with {old[n]}, installed {new[n]})" for n in changed))
+    if not problems and [e["name"] for e in recorded] != [e["name"] for e in installed]:
+        problems.append(f"reordered: trained with {[e['name'] for e in recorded]}, installed {[e['name'] for e in installed]}")
+    return problems
+
+
+def load_router(directory: Path, installed: ExpertSet | list[dict]) -> tuple[Router, RouterParams, dict]:
+    """Read a router; refuse it unless the installed expert set is exactly the one it was trained with."""
+    directory = Path(directory)
+    try:
+        record = json.loads((directory / META_FILE).read_text())
+        payload = (directory / PARAMS_FILE).read_bytes()
+    except (OSError, json.JSONDecodeError) as error:
+        raise UserError(f"no readable router in {directory} ({error}); expected {META_FILE} and {PARAMS_FILE}") from None
+    if record.get("format_version") != FORMAT_VERSION:
+        raise UserError(f"router in {directory} has format {record.get('format_version')}, expected {FORMAT_VERSION}")
+    installed_record = installed.record() if isinstance(installed, ExpertSet) else list(installed)
+    problems = expert_set_differences(record["experts"], installed_record)
+    if problems:
+        raise UserError(
+            f"router in {directory} was trained with a different expert set — {'; '.join(problems)}."
+            " Install the experts it was trained with, or retrain the router on the installed ones"
+        )
+    if hashlib.sha256(payload).hexdigest() != record.get("sha256"):
+        raise UserError(f"router in {directory} is corrupted: {PARAMS_FILE} does not match its checksum")
+    config = dict(record["config"])
+    config["hidden"] = tuple(config["hidden"])
+    router = Router(RouterConfig(**config), record["obs_size"], record["text_size"], tuple(e["name"] for e in record["experts"]))
+    try:
+        params = serialization.from_bytes(router.template(), payload)
+    except Exception as error:  # flax raises several types on a structure mismatch
+        raise UserError(f"router in {directory} does not match its recorded config ({error})") from None
+    return router, params, record
