@@ -13,3 +13,5 @@ __version__ = "0.1.0"
 # own MUJOCO_GL always wins.
 if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
     os.environ.setdefault("MUJOCO_GL", "egl")
+
+import metaworld_x.envs.registration  # noqa: E402,F401  (gymnasium ids; imports gymnasium only)

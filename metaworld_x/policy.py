@@ -20,6 +20,7 @@ from metaworld_x.errors import UserError
 POLICY_FILE = "policy.msgpack"
 SPEC_FILE = "policy.json"
 FORMAT_VERSION = 1
+OBS_CLIP = 10.0  # as in training (metaworld_x.training.networks)
 
 
 @struct.dataclass
@@ -32,7 +33,7 @@ class PolicyParams:
 
 def act(params: PolicyParams, obs: jax.Array) -> jax.Array:
     """Deterministic action [..., a] in [-1, 1] for observations [..., o]."""
-    hidden = (obs - params.obs_mean) / params.obs_std
+    hidden = jnp.clip((obs - params.obs_mean) / params.obs_std, -OBS_CLIP, OBS_CLIP)
     last = len(params.weights) - 1
     for i, (w, b) in enumerate(zip(params.weights, params.biases)):
         hidden = hidden @ w + b
@@ -118,7 +119,12 @@ def export_onnx(params: PolicyParams, path: Path, opset: int = 17) -> Path:
         return numpy_helper.from_array(np.asarray(value, np.float32), name)
 
     initializers = [const("obs_mean", params.obs_mean), const("obs_std", params.obs_std)]
-    nodes = [helper.make_node("Sub", ["obs", "obs_mean"], ["centred"]), helper.make_node("Div", ["centred", "obs_std"], ["h0"])]
+    initializers += [const("clip_low", -OBS_CLIP), const("clip_high", OBS_CLIP)]
+    nodes = [
+        helper.make_node("Sub", ["obs", "obs_mean"], ["centred"]),
+        helper.make_node("Div", ["centred", "obs_std"], ["scaled"]),
+        helper.make_node("Clip", ["scaled", "clip_low", "clip_high"], ["h0"]),
+    ]
     last = len(params.weights) - 1
     current = "h0"
     for i, (w, b) in enumerate(zip(params.weights, params.biases)):

@@ -10,15 +10,19 @@ from typing import Annotated, Union
 
 import tyro
 
+from metaworld_x.cli.eval import Eval
 from metaworld_x.cli.info import Info
 from metaworld_x.cli.motion import Motion
 from metaworld_x.cli.snapshot import Snapshot
+from metaworld_x.cli.train import Train
 from metaworld_x.errors import UserError
 
 Command = Union[
     Annotated[Info, tyro.conf.subcommand("info")],
     Annotated[Snapshot, tyro.conf.subcommand("snapshot")],
     Annotated[Motion, tyro.conf.subcommand("motion")],
+    Annotated[Train, tyro.conf.subcommand("train")],
+    Annotated[Eval, tyro.conf.subcommand("eval")],
 ]
 
 

@@ -51,14 +51,28 @@ class Step:
     metrics: dict
 
 
-def streams(state, constraint: ConstraintConfig):
-    """(reward, cost) from an env state: imitation experts report their parts in metrics."""
-    metrics = state.metrics
+@struct.dataclass
+class Outcome:
+    """What collection needs of an env step: not the physics, whose static parts differ every step."""
+
+    reward: jax.Array  # [B]
+    done: jax.Array  # [B]
+    truncation: jax.Array  # [B]
+    metrics: dict
+
+    @classmethod
+    def of(cls, state) -> "Outcome":
+        return cls(state.reward, state.done, state.info["truncation"], dict(state.metrics))
+
+
+def streams(outcome: Outcome, constraint: ConstraintConfig):
+    """(reward, cost) of a step: imitation experts report their parts in metrics."""
+    metrics = outcome.metrics
     if "imitation/reward" in metrics:
         return reward_streams(
             constraint, metrics["task/reward"], metrics["imitation/reward"], metrics["imitation/tracking_error"]
         )
-    return state.reward, jnp.zeros_like(state.reward)
+    return outcome.reward, jnp.zeros_like(outcome.reward)
 
 
 def make_act(nets: PPONetworks) -> Callable:
@@ -72,12 +86,12 @@ def make_act(nets: PPONetworks) -> Callable:
 
 
 def make_record(config: PPOConfig) -> Callable:
-    def record(obs, raw, log_prob, next_state, tracker: EpisodeTracker):
-        """The transition from obs under raw action to next_state, and updated episode sums."""
-        reward, cost = streams(next_state, config.constraint)
-        done = next_state.done.astype(jnp.float32)
-        truncation = next_state.info["truncation"].astype(jnp.float32)
-        running_return = tracker.running_return + next_state.reward
+    def record(obs, raw, log_prob, outcome: Outcome, tracker: EpisodeTracker):
+        """The transition from obs under raw action to the step's outcome, and updated episode sums."""
+        reward, cost = streams(outcome, config.constraint)
+        done = outcome.done.astype(jnp.float32)
+        truncation = outcome.truncation.astype(jnp.float32)
+        running_return = tracker.running_return + outcome.reward
         running_length = tracker.running_length + 1
         tracker = tracker.replace(
             running_return=running_return * (1 - done),
@@ -86,7 +100,7 @@ def make_record(config: PPOConfig) -> Callable:
             ended_length=tracker.ended_length + jnp.sum(running_length * done),
             ended_count=tracker.ended_count + jnp.sum(done),
         )
-        step = Step(obs, raw, log_prob, reward, cost, done, truncation, dict(next_state.metrics))
+        step = Step(obs, raw, log_prob, reward, cost, done, truncation, outcome.metrics)
         return step, tracker
 
     return record
@@ -119,7 +133,7 @@ def make_scan_collector(env: Any, nets: PPONetworks, config: PPOConfig) -> Calla
             state, tracker = carry
             action, raw, log_prob = act(params, normalizer, state.obs, step_key)
             next_state = env.step(state, action)
-            step, tracker = record(state.obs, raw, log_prob, next_state, tracker)
+            step, tracker = record(state.obs, raw, log_prob, Outcome.of(next_state), tracker)
             return (next_state, tracker), step
 
         keys = jax.random.split(key, config.unroll_length)
@@ -141,7 +155,7 @@ def make_loop_collector(env: Any, nets: PPONetworks, config: PPOConfig) -> Calla
         for step_key in jax.random.split(key, config.unroll_length):
             action, raw, log_prob = act(params, normalizer, env_state.obs, step_key)
             next_state = env.step(env_state, action)
-            step, tracker = record(env_state.obs, raw, log_prob, next_state, tracker)
+            step, tracker = record(env_state.obs, raw, log_prob, Outcome.of(next_state), tracker)
             steps.append(step)
             env_state = next_state
         rollout, metrics = finish(steps, env_state.obs)

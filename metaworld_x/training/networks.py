@@ -37,7 +37,7 @@ def make_networks(
     normalize_observations: bool,
 ) -> PPONetworks:
     """Networks for observations {'state': (o,), 'privileged_state': (p,)}."""
-    preprocess = running_statistics.normalize if normalize_observations else _identity
+    preprocess = _normalize_and_clip if normalize_observations else _identity
     action_distribution = distribution.NormalTanhDistribution(event_size=action_size)
     policy = networks.make_policy_network(
         action_distribution.param_size,
@@ -65,6 +65,16 @@ def init_params(nets: PPONetworks, key) -> PPOParams:
 
     k_policy, k_reward, k_cost = jax.random.split(key, 3)
     return PPOParams(nets.policy.init(k_policy), nets.reward_value.init(k_reward), nets.cost_value.init(k_cost))
+
+
+# Normalised observations are clipped: early in training the running
+# statistics come from few, similar states, and a feature that later moves
+# far from them must not produce inputs large enough to wreck an update.
+OBS_CLIP = 10.0
+
+
+def _normalize_and_clip(x, normalizer_params):
+    return running_statistics.normalize(x, normalizer_params, max_abs_value=OBS_CLIP)
 
 
 def _identity(x, _normalizer_params):

@@ -97,18 +97,33 @@ def make_train(
             _check_same_config(meta, config, path)
             state, env_state, tracker = restored["training"], restore_env(restored["env"]), restored["tracker"]
             resumed_from = int(meta["step"])
+        elif config.normalize_observations:
+            # Observation statistics from one unroll of the untrained policy before
+            # any update: reset states alone (all upright, nearly still) would give
+            # features such as the root height a tiny spread, and the first update
+            # would see them blown up. These steps are not counted as training.
+            env_state, tracker, warmup, _ = collect(
+                state.params, state.normalizer, env_state, tracker, jax.random.fold_in(key, 3)
+            )
+            state = state.replace(normalizer=running_statistics.update(state.normalizer, warmup.obs))
+            tracker = EpisodeTracker.create(config.num_envs)
         log = RunLog(run_dir, resume_step=resumed_from, tensorboard=tensorboard) if run_dir else None
         meta = {"config": _config_record(config), **(extra_meta or {})}
         state = jax.device_put(state, replicated(mesh))
         rollbacks: list[str] = []
         consecutive = 0
         bar = _progress(config, int(state.env_steps), progress)
-        t_last = time.perf_counter()
+        t_last = t_start = time.perf_counter()
+        history = log.history() if log is not None else []
+        elapsed_before = history[-1].get("perf/wall_clock_s", 0.0) if history else 0.0
         while int(state.iteration) < config.num_iterations:
             key_collect = jax.random.fold_in(state.key, 1)
+            t_collect = time.perf_counter()
             env_state, tracker, rollout, env_metrics = collect(
                 state.params, state.normalizer, env_state, tracker, key_collect
             )
+            jax.block_until_ready(rollout)
+            t_update = time.perf_counter()
             rollout = shard_envs(rollout, mesh, env_axis=1, num_envs=config.num_envs)
             rollout = rollout.replace(final_obs=shard_envs(rollout.final_obs, mesh, 0, config.num_envs))
             measured_error = env_metrics.get("env/imitation/tracking_error", jnp.zeros(()))
@@ -135,6 +150,9 @@ def make_train(
             now = time.perf_counter()
             scalars = {k: float(v) for k, v in {**env_metrics, **loss_metrics}.items()}
             scalars["perf/steps_per_second"] = config.steps_per_iteration / max(now - t_last, 1e-9)
+            scalars["perf/collect_s"] = t_update - t_collect
+            scalars["perf/update_s"] = now - t_update
+            scalars["perf/wall_clock_s"] = now - t_start + elapsed_before
             t_last = now
             if float(tracker.ended_count) > 0:
                 scalars["episode/return"] = float(tracker.ended_return / tracker.ended_count)
@@ -142,6 +160,7 @@ def make_train(
             iteration = int(state.iteration)
             if evaluate is not None and (iteration % config.eval_every == 0 or iteration == config.num_iterations):
                 scalars.update(evaluate(state.params, state.normalizer, jax.random.fold_in(state.key, 2)))
+            history.append({"env_steps": int(state.env_steps), **scalars})
             if log is not None:
                 log.write(int(state.env_steps), scalars)
             bar.update(config.steps_per_iteration)
@@ -151,7 +170,6 @@ def make_train(
                 payload = {"training": state, "env": snapshot(env_state), "tracker": tracker}
                 checkpoint.save(Path(run_dir) / "checkpoints", int(state.env_steps), jax.device_get(payload), meta)
         bar.close()
-        history = log.history() if log else []
         if log is not None:
             log.close()
             plot_curve(history, Path(run_dir) / "curve.png", title=str(run_dir))

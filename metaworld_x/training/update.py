@@ -86,12 +86,14 @@ def make_update(config: PPOConfig, nets: PPONetworks) -> Callable:
             batches = _minibatches(rollout, perm_key, config.num_minibatches)
             return jax.lax.scan(sgd_step, (params, opt_state, normalizer, multiplier, key), batches)
 
+        key, update_key = jax.random.split(state.key)
+        carry = (state.params, state.opt_state, state.normalizer, state.multiplier, update_key)
+        (params, opt_state, _, _, _), metrics = jax.lax.scan(epoch, carry, None, length=config.num_epochs)
+        # The statistics move after the epochs, so the batch is scored with the
+        # normalisation the behaviour policy used and PPO's ratio means what it says.
         normalizer = state.normalizer
         if config.normalize_observations:
             normalizer = running_statistics.update(normalizer, rollout.obs)
-        key, update_key = jax.random.split(state.key)
-        carry = (state.params, state.opt_state, normalizer, state.multiplier, update_key)
-        (params, opt_state, _, _, _), metrics = jax.lax.scan(epoch, carry, None, length=config.num_epochs)
         metrics = jax.tree_util.tree_map(jnp.mean, metrics)
         multiplier = update_multiplier(config.constraint, state.multiplier, measured_error)
         metrics["constraint/multiplier"] = multiplier

@@ -1,0 +1,197 @@
+"""The `cpu` backend: MuJoCo's C engine stepping B worlds on a thread pool.
+
+Physics runs in `mujoco.batch.Batch`; the task's JAX functions run on the
+bound arrays. Per control step there are two jitted calls (action -> servo
+targets, then reward/termination/observation), one `Batch.step` of
+`frame_skip` substeps, and, only on steps where some world is done, a reset of
+those worlds in the batch and one more jitted call for their first
+observation. MJX is not used here.
+"""
+
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import mujoco.batch
+import numpy as np
+from flax import struct
+
+from metaworld_x.envs.compiled import HOME_KEYFRAME, CompiledTask, TaskStatics, check_action
+from metaworld_x.envs.physics_view import BatchViewReader, PhysicsView
+from metaworld_x.envs.state import PhysicsInit, State
+from metaworld_x.envs.task import Task
+from metaworld_x.envs.transition import (
+    EPISODE_END_FIELDS,
+    evaluate,
+    first_observation,
+    prepare_action,
+    select,
+    split_keys,
+    zero_metrics,
+)
+
+# Warnings the engine raises when a state diverges; it then resets that
+# simulation to the model's defaults on its own, so a rising count is the
+# only trace of it.
+DIVERGENCE_WARNINGS = (
+    mujoco.mjtWarning.mjWARN_BADQPOS,
+    mujoco.mjtWarning.mjWARN_BADQVEL,
+    mujoco.mjtWarning.mjWARN_BADQACC,
+)
+
+
+@struct.dataclass
+class CpuPhysics:
+    """What a cpu-backend State holds of the physics: a copy of its view.
+
+    The simulations themselves live in the env's batch, so only the latest
+    State can be stepped; `generation` tells which one that is.
+    """
+
+    view: PhysicsView
+    generation: int = struct.field(pytree_node=False)
+
+
+class CpuEnv:
+    """B worlds of one task on the C engine. `reset(rng) -> State`, `step(State, action) -> State`."""
+
+    def __init__(
+        self,
+        task: Task,
+        num_worlds: int,
+        nthread: int | None = None,
+        auto_reset: bool = True,
+        robot_path=None,
+    ):
+        if num_worlds < 1:
+            raise ValueError(f"num_worlds must be at least 1, got {num_worlds}")
+        self.compiled = CompiledTask.build(task, robot_path)
+        self.task, self.num_worlds, self.auto_reset = task, num_worlds, auto_reset
+        self.nthread = nthread or os.cpu_count() or 1
+        self.batch = mujoco.batch.Batch(self.compiled.model, num_worlds, self.nthread)
+        self._reader = BatchViewReader(self.batch, self.compiled.layout)
+        self._qpos, self._qvel = self.batch.bind("qpos"), self.batch.bind("qvel")
+        self._ctrl, self._mocap_pos = self.batch.bind("ctrl"), self.batch.bind("mocap_pos")
+        self._divergence = np.asarray([int(w) for w in DIVERGENCE_WARNINGS])
+        self._generation = -1
+
+        # jitted with the hashable statics as a static argument, so a second
+        # env of the same task reuses the first one's compiled functions
+        statics = self.compiled.statics
+        self._prepare = functools.partial(_prepare, statics)
+        self._sample = functools.partial(_sample, statics)
+        self._first_obs = functools.partial(_first_obs, statics)
+        self._post = functools.partial(_post, statics)
+        self._merge_resets = functools.partial(_merge_resets, statics)
+
+    # ---- public API --------------------------------------------------------------
+
+    @property
+    def reason_names(self) -> tuple[str, ...]:
+        return self.compiled.reason_names
+
+    @property
+    def action_size(self) -> int:
+        return self.compiled.action_size
+
+    def reset(self, rng: jax.Array) -> State:
+        """Reset all worlds; world i draws from `jax.random.split(rng, B)[i]`."""
+        init, info = self._sample(jax.random.split(rng, self.num_worlds))
+        self._write_resets(None, init)
+        view = self._reader.read()
+        obs, info = self._first_obs(view, info)
+        zeros = jnp.zeros(self.num_worlds, jnp.float32)
+        metrics = jax.tree.map(lambda x: jnp.broadcast_to(x, (self.num_worlds,)), zero_metrics(self.task))
+        return self._state(view, obs, zeros, jnp.zeros(self.num_worlds, bool), metrics, info)
+
+    def step(self, state: State, action) -> State:
+        """Advance every world one control step; with auto_reset, done worlds restart at once."""
+        if not isinstance(state.data, CpuPhysics) or state.data.generation != self._generation:
+            raise ValueError(
+                "this State is not the latest one of this env: the cpu backend keeps its worlds in one live"
+                " batch, so step the State returned by the latest reset() or step()"
+            )
+        action = check_action(action, self.num_worlds, self.action_size)
+        action, finite, ctrl = self._prepare(action)
+        np.copyto(self._ctrl, np.asarray(ctrl))
+        diverged_before = self._divergence_count()
+        self.batch.step(nstep=self.task.config.frame_skip, stage=mujoco.mjtStage.mjSTAGE_VEL)
+        physics_ok = self._divergence_count() == diverged_before
+        view = self._reader.read()
+        obs, reward, done, metrics, info, init, fresh_info = self._post(view, state.info, action, finite, physics_ok)
+        if self.auto_reset:
+            done_np = np.asarray(done)
+            if done_np.any():
+                self._write_resets(np.flatnonzero(done_np), init)
+                view = self._reader.read()
+                obs, info = self._merge_resets(view, fresh_info, obs, info, done)
+        return self._state(view, obs, reward, done, metrics, info)
+
+    def set_model_fields(self, fields: dict[str, np.ndarray]) -> None:
+        """Per-world model values, {MjModel field: [B, ...]} (see `randomize.apply`)."""
+        for name, values in fields.items():
+            self.batch.expand(name)[...] = values
+        self.batch.set_const()
+
+    # ---- internals ---------------------------------------------------------------
+
+    def _state(self, view, obs, reward, done, metrics, info) -> State:
+        self._generation += 1
+        snapshot = jax.tree.map(np.array, view)  # the reader refills its buffers next step
+        return State(
+            data=CpuPhysics(view=snapshot, generation=self._generation),
+            obs=obs, reward=reward, done=done, metrics=metrics, info=info,
+        )
+
+    def _divergence_count(self) -> np.ndarray:
+        return self.batch.warning[:, self._divergence, 1].sum(axis=1)
+
+    def _write_resets(self, ids, init: PhysicsInit) -> None:
+        """Put worlds `ids` (None: all) in their reset state, at the velocity stage."""
+        rows = np.s_[:] if ids is None else ids
+        self.batch.reset(ids, keyframe=HOME_KEYFRAME, stage=mujoco.mjtStage.mjSTAGE_NONE)
+        self._qpos[rows] = np.asarray(init.qpos)[rows]
+        self._qvel[rows] = np.asarray(init.qvel)[rows]
+        if self._mocap_pos.shape[1]:
+            self._mocap_pos[rows] = np.asarray(init.mocap_pos)[rows]
+        self.batch.forward(ids, stage=mujoco.mjtStage.mjSTAGE_VEL)
+
+
+# ---- the jitted halves of a step, shared by every CpuEnv of equal statics ------
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _prepare(statics: TaskStatics, action):
+    return jax.vmap(functools.partial(prepare_action, statics.action_map))(action)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _sample(statics: TaskStatics, rngs):
+    return statics.sample_resets(rngs)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _first_obs(statics: TaskStatics, view, info):
+    return jax.vmap(functools.partial(first_observation, statics.task))(view, info)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _post(statics: TaskStatics, view, info, action, finite, physics_ok):
+    """Reward, termination and observation of every world, plus a reset draw for each."""
+    outputs = jax.vmap(functools.partial(evaluate, statics.task))(view, info, action, finite, physics_ok)
+    obs, reward, done, metrics, info = outputs
+    keep, reset_keys = split_keys(info["rng"])
+    # reset draws for every world are cheap next to a physics step, and
+    # drawing them here saves a jitted call on steps where a world is done
+    init, fresh_info = statics.sample_resets(reset_keys)
+    return obs, reward, done, metrics, {**info, "rng": keep}, init, fresh_info
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _merge_resets(statics: TaskStatics, view, fresh_info, obs, info, done):
+    """The first observation of the worlds just reset, merged into the step's outputs."""
+    first_obs, fresh_info = jax.vmap(functools.partial(first_observation, statics.task))(view, fresh_info)
+    obs, merged = select(done, (first_obs, fresh_info), (obs, info))
+    return obs, {**merged, **{k: info[k] for k in EPISODE_END_FIELDS}}

@@ -1,0 +1,308 @@
+"""Tracking: follow a retargeted reference clip, optionally while solving a task.
+
+DeepMimic-style motion imitation on our H1: reference-state initialisation at
+a random phase (and at phase 0 in a fraction of episodes), the next reference
+frames in the robot's heading frame as targets, named `exp(-k·err)` terms, an
+action-rate and a torque regulariser, and early termination on a fall or on
+keypoint deviation.
+
+With an `objective` (another task, e.g. Walk), its reward terms join in under
+the prefix `task_`; imitation terms are weighted by `track_weight` and the
+task's by `task_weight`, the paper's fixed-weight formulation. The trainer's
+Lagrangian mode reads the parts separately from the metrics:
+`imitation/reward` (the imitation terms normalised to [0, 1]),
+`imitation/tracking_error` (metres) and `task/reward` (the objective's terms,
+unweighted).
+
+Success: the episode reaches its time limit without early termination and,
+with an objective, the objective's own success criterion holds.
+"""
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from metaworld_x.envs import rotations
+from metaworld_x.envs.observations import to_heading_frame
+from metaworld_x.envs.reference import ReferenceFrame, ReferenceMotion, frame_at, from_clips
+from metaworld_x.envs.state import PhysicsInit
+from metaworld_x.envs.task import RewardScales, Task, TaskConfig
+from metaworld_x.errors import UserError
+from metaworld_x.paths import MOTIONS_DIR
+from metaworld_x.robot import JOINT_NAMES
+
+END_EFFECTORS = ("left_foot", "right_foot", "left_hand", "right_hand")
+# Keypoints that are sites; every other keypoint name is a body.
+SITE_KEYPOINTS = frozenset({"head", "left_foot", "right_foot", "left_hand", "right_hand"})
+TASK_PREFIX = "task_"
+
+
+@dataclass(frozen=True)
+class TrackingRewards(RewardScales):
+    """Scales of the imitation terms (each in [0, 1]) and of the regularisers (each <= 0)."""
+
+    joint_pos: float = 0.3
+    joint_vel: float = 0.05
+    keypoint_pos: float = 0.2
+    root_pos: float = 0.1
+    root_orientation: float = 0.1
+    end_effector: float = 0.15
+    com: float = 0.1
+    action_rate: float = 0.02
+    torque: float = 0.01
+
+
+IMITATION_TERMS = ("joint_pos", "joint_vel", "keypoint_pos", "root_pos", "root_orientation", "end_effector", "com")
+
+
+@dataclass(frozen=True)
+class TrackingConfig(TaskConfig):
+    clips: tuple[str, ...] = ("walk",)
+    """Reference clips: names in assets/motions (walk -> walk.npz) or .npz paths; several = multi-clip mode."""
+    loop: bool | None = None
+    """Repeat the clips with their root moved on each cycle; None: as each clip's metadata says."""
+    episode_length: int = 500
+    """Control steps per episode."""
+    phase_zero_fraction: float = 0.2
+    """Share of episodes that start at the clip's first frame; the rest start at a uniformly random time."""
+    future_steps: tuple[int, ...] = (1, 5)
+    """Control steps ahead of each reference frame in the observation."""
+    joint_pos_k: float = 10.0
+    """exp(-k·mean squared joint angle error (rad²))."""
+    joint_vel_k: float = 0.1
+    """exp(-k·mean squared joint speed error ((rad/s)²))."""
+    keypoint_pos_k: float = 100.0
+    """exp(-k·mean squared keypoint error (m²)), keypoints relative to the root."""
+    root_pos_k: float = 10.0
+    """exp(-k·squared root position error (m²))."""
+    root_orientation_k: float = 5.0
+    """exp(-k·squared root orientation error (rad²))."""
+    end_effector_k: float = 40.0
+    """exp(-k·mean squared hand and foot error (m²)), relative to the root."""
+    com_k: float = 2.0
+    """exp(-k·squared error of the centre of mass velocity against the reference root velocity ((m/s)²))."""
+    max_deviation: float = 0.5
+    """Early termination when any keypoint is farther than this (m) from its reference."""
+    fall_margin: float = 0.3
+    """Early termination ("fall") when the root is this much (m) lower than the reference's."""
+    track_weight: float = 1.0
+    """Weight of the imitation terms in the reward (the paper's w_track)."""
+    task_weight: float = 1.0
+    """Weight of the objective's terms in the reward (the paper's w_task)."""
+    rewards: TrackingRewards = field(default_factory=TrackingRewards)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.clips:
+            raise UserError("a tracking task needs at least one clip")
+        if not 0 <= self.phase_zero_fraction <= 1:
+            raise UserError(f"phase_zero_fraction must be in [0, 1], got {self.phase_zero_fraction}")
+        if any(s < 1 for s in self.future_steps):
+            raise UserError(f"future_steps must be positive, got {self.future_steps}")
+
+
+def clip_path(name: str) -> Path:
+    """A clip name in the shipped library, or a path to an .npz."""
+    path = Path(name)
+    if path.suffix == ".npz":
+        return path
+    return MOTIONS_DIR / f"{name}.npz"
+
+
+@dataclass(frozen=True)
+class Tracking(Task):
+    """Follow reference clips (see the module docstring)."""
+
+    objective: Task | None = None
+
+    name = "tracking"
+    termination_reasons = ("fall", "deviation")
+    metric_names = ("imitation/reward", "imitation/tracking_error", "task/reward")
+    Config = TrackingConfig
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.objective is not None and self.objective.config.frame_skip != self.config.frame_skip:
+            raise UserError("a tracking task and its objective must share frame_skip")
+
+    # ---- scene and view ------------------------------------------------------
+
+    @property
+    def scene(self) -> str:  # type: ignore[override]
+        return self.objective.scene if self.objective is not None else "floor"
+
+    @property
+    def variant(self) -> str:  # type: ignore[override]
+        return self.objective.variant if self.objective is not None else "h1"
+
+    @property
+    def bodies(self) -> tuple[str, ...]:  # type: ignore[override]
+        own = tuple(n for n in self.reference.keypoint_names if n not in SITE_KEYPOINTS)
+        return own + (self.objective.bodies if self.objective else ())
+
+    @property
+    def sites(self) -> tuple[str, ...]:  # type: ignore[override]
+        own = tuple(n for n in self.reference.keypoint_names if n in SITE_KEYPOINTS)
+        return own + (self.objective.sites if self.objective else ())
+
+    @property
+    def joints(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self.objective.joints if self.objective else ()
+
+    @cached_property
+    def reference(self) -> ReferenceMotion:
+        from metaworld_x.motion.clip import load_clip
+
+        clips = [load_clip(clip_path(name)) for name in self.config.clips]
+        loop = [self.config.loop if self.config.loop is not None else bool(c.info.get("loop", False)) for c in clips]
+        return from_clips(clips, loop)
+
+    @property
+    def control_dt(self) -> float:
+        return 0.002 * self.config.frame_skip
+
+    # ---- rewards -------------------------------------------------------------
+
+    @property
+    def reward_names(self) -> tuple[str, ...]:
+        own = super().reward_names
+        extra = tuple(TASK_PREFIX + n for n in self.objective.reward_names) if self.objective else ()
+        return own + extra
+
+    def reward_terms(self, view, info, action):
+        scales = self.config.rewards
+        ref = self._frame(info)
+        terms = {}
+        for name in IMITATION_TERMS + ("action_rate", "torque"):
+            weight = self.config.track_weight if name in IMITATION_TERMS else 1.0
+            value = getattr(self, f"_reward_{name}")(view, info, action, ref)
+            terms[name] = weight * getattr(scales, name) * jnp.asarray(value, jnp.float32)
+        if self.objective is not None:
+            for name, value in self.objective.reward_terms(view, info, action).items():
+                terms[TASK_PREFIX + name] = self.config.task_weight * value
+        return terms
+
+    def _frame(self, info) -> ReferenceFrame:
+        return frame_at(self.reference, info["clip"], info["ref_time"])
+
+    def _keypoints(self, view):
+        """[K, 3] the robot's keypoints in the reference's order."""
+        return jnp.stack([
+            view.site(n) if n in SITE_KEYPOINTS else view.body(n) for n in self.reference.keypoint_names
+        ])
+
+    def _relative_errors(self, view, ref: ReferenceFrame):
+        """[K] distance of each keypoint from its reference, both taken relative to their roots."""
+        robot = self._keypoints(view) - view.root_pos
+        target = ref.keypoint_pos - ref.root_pos
+        return jnp.linalg.norm(robot - target, axis=-1)
+
+    def _reward_joint_pos(self, view, info, action, ref):
+        return jnp.exp(-self.config.joint_pos_k * jnp.mean((view.robot_qpos[7:] - ref.joint_pos) ** 2))
+
+    def _reward_joint_vel(self, view, info, action, ref):
+        return jnp.exp(-self.config.joint_vel_k * jnp.mean((view.robot_qvel[6:] - ref.joint_vel) ** 2))
+
+    def _reward_keypoint_pos(self, view, info, action, ref):
+        return jnp.exp(-self.config.keypoint_pos_k * jnp.mean(self._relative_errors(view, ref) ** 2))
+
+    def _reward_root_pos(self, view, info, action, ref):
+        return jnp.exp(-self.config.root_pos_k * jnp.sum((view.root_pos - ref.root_pos) ** 2))
+
+    def _reward_root_orientation(self, view, info, action, ref):
+        angle = rotations.angle_between(view.root_quat, ref.root_quat)
+        return jnp.exp(-self.config.root_orientation_k * angle**2)
+
+    def _reward_end_effector(self, view, info, action, ref):
+        names = self.reference.keypoint_names
+        index = jnp.asarray([names.index(n) for n in END_EFFECTORS if n in names])
+        return jnp.exp(-self.config.end_effector_k * jnp.mean(self._relative_errors(view, ref)[index] ** 2))
+
+    def _reward_com(self, view, info, action, ref):
+        return jnp.exp(-self.config.com_k * jnp.sum((view.com_vel - ref.root_lin_vel) ** 2))
+
+    def _reward_action_rate(self, view, info, action, ref):
+        return -jnp.mean((action - info["last_action"]) ** 2)
+
+    def _reward_torque(self, view, info, action, ref):
+        return -jnp.mean((view.actuator_force * 1e-2) ** 2)
+
+    def account(self, view, info, terms):
+        """Imitation and task parts of this step, for the Lagrangian trainer and for success."""
+        scales = self.config.rewards
+        total_scale = sum(getattr(scales, n) for n in IMITATION_TERMS) * self.config.track_weight
+        imitation = sum(terms[n] for n in IMITATION_TERMS) / total_scale
+        task = sum((terms[n] for n in terms if n.startswith(TASK_PREFIX)), jnp.zeros((), jnp.float32))
+        task = task / self.config.task_weight
+        error = jnp.mean(self._relative_errors(view, self._frame(info)))
+        info = {**info, "task_return": info["task_return"] + task}
+        return info, {"imitation/reward": imitation, "imitation/tracking_error": error, "task/reward": task}
+
+    # ---- episode start -------------------------------------------------------
+
+    def reset_info(self, rng):
+        k_clip, k_phase, k_zero, k_objective = jax.random.split(rng, 4)
+        ref = self.reference
+        clip = jax.random.randint(k_clip, (), 0, ref.num_clips)
+        start = jax.random.uniform(k_phase, (), minval=0.0, maxval=ref.duration(clip))
+        start = jnp.where(jax.random.uniform(k_zero) < self.config.phase_zero_fraction, 0.0, start)
+        info = {"clip": clip, "ref_time": start, "task_return": jnp.zeros((), jnp.float32)}
+        if self.objective is not None:
+            info.update(self.objective.reset_info(k_objective))
+        return info
+
+    def reset_physics(self, rng, home: PhysicsInit, info) -> PhysicsInit:
+        """Reference-state initialisation: the robot in the clip's pose and velocity at the start time."""
+        ref = self._frame(info)
+        n = len(JOINT_NAMES)
+        qpos = home.qpos.at[:3].set(ref.root_pos).at[3:7].set(ref.root_quat).at[7 : 7 + n].set(ref.joint_pos)
+        qvel = home.qvel.at[:3].set(ref.root_lin_vel).at[3:6].set(ref.root_ang_vel).at[6 : 6 + n].set(ref.joint_vel)
+        return home.replace(qpos=qpos, qvel=qvel)
+
+    # ---- during the episode --------------------------------------------------
+
+    def advance(self, view, info):
+        info = {**info, "ref_time": info["ref_time"] + self.control_dt}
+        return self.objective.advance(view, info) if self.objective is not None else info
+
+    def features(self, view, info):
+        ref = self.reference
+        clip, time = info["clip"], info["ref_time"]
+        phase = jnp.clip(time / jnp.maximum(ref.duration(clip), 1e-6), 0.0, None)
+        parts = [jnp.sin(2 * jnp.pi * phase)[None], jnp.cos(2 * jnp.pi * phase)[None]]
+        for steps in self.config.future_steps:
+            target = frame_at(ref, clip, time + steps * self.control_dt)
+            keypoints = to_heading_frame(target.keypoint_pos - view.root_pos, view.root_quat)
+            parts += [
+                target.joint_pos,
+                to_heading_frame(target.root_pos - view.root_pos, view.root_quat),
+                target.root_quat,
+                keypoints.reshape(-1),
+            ]
+        if self.objective is not None:
+            parts.append(self.objective.features(view, info))
+        return jnp.concatenate(parts)
+
+    def privileged_features(self, view, info):
+        return self.objective.privileged_features(view, info) if self.objective else jnp.zeros(0, jnp.float32)
+
+    def _terminate_fall(self, view, info):
+        return view.root_pos[2] < self._frame(info).root_pos[2] - self.config.fall_margin
+
+    def _terminate_deviation(self, view, info):
+        ref = self._frame(info)
+        return jnp.max(jnp.linalg.norm(self._keypoints(view) - ref.keypoint_pos, axis=-1)) > self.config.max_deviation
+
+    def success(self, view, info):
+        alive_to_end = info["step"] >= self.config.episode_length
+        if self.objective is None:
+            return alive_to_end
+        objective_info = {**info, "episode_return": info["task_return"]}
+        if self.objective.success_bar is not None:
+            # the bar is on a full-length episode's return; scale it to this episode length
+            bar = self.objective.success_bar * self.config.episode_length / self.objective.config.episode_length
+            return alive_to_end & (info["task_return"] >= bar)
+        return alive_to_end & self.objective.success(view, objective_info)

@@ -1,0 +1,86 @@
+"""The expert library's recipes: one `ExpertSpec` per skill.
+
+A spec names the reference clip(s), the task the expert solves while it
+imitates them, how the two combine (the imitation constraint and its budget
+ε, or the paper's fixed weights), the training budget and the backend.
+`metaworld-x train expert SKILL` trains from it; the result, with the spec
+written next to it as spec.json, is shipped in experts/<skill>/.
+"""
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from metaworld_x.errors import UserError
+from metaworld_x.training.config import PPOConfig
+from metaworld_x.training.constraint import ConstraintConfig
+
+
+@dataclass(frozen=True)
+class ExpertSpec:
+    """How one expert is made."""
+
+    skill: str
+    """Skill name; also the folder in experts/."""
+    description: str
+    """One line for people and for the router's language prior."""
+    clips: tuple[str, ...]
+    """Reference clips from assets/motions."""
+    objective: str | None
+    """Task solved while imitating (a name in metaworld_x.envs.tasks.TASKS), or None for pure tracking."""
+    loop: bool | None = None
+    """Whether the clips are cycles to repeat (walk, run); None: as each clip's metadata says."""
+    tracking: dict[str, Any] = field(default_factory=dict)
+    """Overrides of TrackingConfig fields (episode length, coefficients, weights)."""
+    objective_overrides: dict[str, Any] = field(default_factory=dict)
+    """Overrides of the objective task's config."""
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    """PPO settings, including the constraint (mode, budget ε) and the step budget."""
+
+    def record(self) -> dict[str, Any]:
+        """A JSON-ready description, written as experts/<skill>/spec.json."""
+        return asdict(self)
+
+
+def _ppo(total_env_steps: int, budget: float, mode: str = "lagrangian", **kw) -> PPOConfig:
+    constraint = ConstraintConfig(mode=mode, budget=budget)
+    base = dict(
+        num_envs=1024, unroll_length=20, num_minibatches=8, num_epochs=4, learning_rate=3e-4,
+        entropy_cost=2e-3, discounting=0.97, eval_every=25, num_eval_envs=16, eval_steps=500,
+        checkpoint_every=25, policy_hidden=(256, 128), value_hidden=(256, 256),
+    )
+    base.update(kw)
+    return PPOConfig(total_env_steps=total_env_steps, constraint=constraint, **base)
+
+
+EXPERTS: dict[str, ExpertSpec] = {
+    spec.skill: spec
+    for spec in (
+        ExpertSpec("stand", "stand still, upright, on the spot", ("stand", "stand_2"), "stand",
+                   ppo=_ppo(6_000_000, budget=0.06)),
+        ExpertSpec("walk", "walk forward at a steady pace", ("walk",), "walk",
+                   ppo=_ppo(10_000_000, budget=0.06)),
+        ExpertSpec("run", "run forward fast", ("run",), "run", ppo=_ppo(15_000_000, budget=0.08)),
+        ExpertSpec("sit", "sit down on the chair behind and stay seated", ("sit",), "sit",
+                   ppo=_ppo(8_000_000, budget=0.06)),
+        ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl",), "crawl",
+                   ppo=_ppo(15_000_000, budget=0.08)),
+        ExpertSpec("reach_one_hand", "reach out and touch a target with the right hand", ("reach_one_hand",), "reach",
+                   ppo=_ppo(8_000_000, budget=0.06)),
+        ExpertSpec("reach_two_hands", "reach forward with both hands", ("reach_two_hands",), None,
+                   ppo=_ppo(6_000_000, budget=0.06)),
+        ExpertSpec("carry", "pick up a box with both hands and carry it", ("carry",), "carry",
+                   ppo=_ppo(15_000_000, budget=0.08)),
+        ExpertSpec("push", "push a box forward along the floor", ("push",), "push", ppo=_ppo(15_000_000, budget=0.08)),
+        ExpertSpec("door", "push a door open and walk through it", ("door",), "door", ppo=_ppo(15_000_000, budget=0.08)),
+    )
+}
+
+
+def expert_spec(skill: str, **ppo_overrides) -> ExpertSpec:
+    """The spec of `skill`, its PPO settings optionally overridden (for short runs and tests)."""
+    if skill not in EXPERTS:
+        raise UserError(f"unknown expert {skill!r}; experts: {', '.join(EXPERTS)}")
+    spec = EXPERTS[skill]
+    if ppo_overrides:
+        spec = replace(spec, ppo=replace(spec.ppo, **ppo_overrides))
+    return spec

@@ -1,0 +1,182 @@
+"""Train an expert from its spec, evaluate it, and ship it to experts/<skill>/.
+
+`train_expert` runs imitation-constrained PPO on the spec's Tracking task;
+`ship_expert` exports the policy (pure-JAX parameters and ONNX), the spec,
+the training curve, a fresh evaluation as metrics.json and a short GIF;
+`evaluate_expert` loads a shipped expert without any training code and
+measures it over 10 seeded episodes.
+"""
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from metaworld_x.envs.expert import expert_task, make_env
+from metaworld_x.errors import UserError
+from metaworld_x.expert_specs import ExpertSpec, expert_spec
+from metaworld_x.paths import EXPERTS_DIR
+
+EVAL_EPISODES = 10
+
+
+class TrainerEnv:
+    """An environment as the trainer sees it: backend, observation sizes, snapshots."""
+
+    def __init__(self, env, backend: str):
+        self.env, self.backend = env, backend
+        self.num_envs = env.num_worlds
+        self.action_size = env.action_size
+        probe = env.reset(jax.random.PRNGKey(0))
+        self.observation_sizes = {k: tuple(v.shape[1:]) for k, v in probe.obs.items()}
+
+    def reset(self, key):
+        return self.env.reset(key)
+
+    def step(self, state, action):
+        return self.env.step(state, action)
+
+    def snapshot(self, state):
+        return self.env.snapshot(state) if hasattr(self.env, "snapshot") else state
+
+    def restore(self, snapshot):
+        return self.env.restore(snapshot) if hasattr(self.env, "restore") else snapshot
+
+
+def train_expert(spec: ExpertSpec, run_dir: Path, resume: bool = False, seed: int | None = None, progress: bool = True):
+    """Train `spec`'s expert; checkpoints, metrics and curve go to run_dir."""
+    from metaworld_x.training.train import make_train
+
+    task = expert_task(spec)
+    config = spec.ppo if seed is None else _with_seed(spec.ppo, seed)
+    make = lambda n: TrainerEnv(make_env(task, n, config.backend), config.backend)  # noqa: E731
+    meta = {"expert": spec.record()}
+    train = make_train(config, make, run_dir=run_dir, resume=resume, progress=progress, extra_meta=meta)
+    return train(jax.random.PRNGKey(config.seed))
+
+
+def _with_seed(config, seed):
+    from dataclasses import replace
+
+    return replace(config, seed=seed)
+
+
+def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bool = True) -> Path:
+    """Write the trained expert to experts/<skill>/ (or out_dir), replacing an older one atomically."""
+    from metaworld_x.policy import export_onnx, from_training, save_policy
+
+    final = Path(out_dir) if out_dir else EXPERTS_DIR / spec.skill
+    staging = final.with_name(f".{final.name}.staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    task = expert_task(spec)
+    policy = from_training(result.state.params.policy, result.state.normalizer)
+    save_policy(policy, staging, {
+        "skill": spec.skill, "description": spec.description, "variant": task.variant, "scene": task.scene,
+        "observation": "proprioception + tracking features (see metaworld_x.envs.tasks.tracking)",
+    })
+    export_onnx(policy, staging / "policy.onnx")
+    (staging / "spec.json").write_text(json.dumps(spec.record(), indent=2, default=str))
+    if result.run_dir is not None and (result.run_dir / "curve.png").is_file():
+        shutil.copy(result.run_dir / "curve.png", staging / "curve.png")
+    metrics = evaluate_expert(staging, spec=spec)
+    metrics["training"] = {
+        "env_steps": int(result.state.env_steps),
+        "backend": spec.ppo.backend,
+        "wall_clock_s": result.history[-1].get("perf/wall_clock_s") if result.history else None,
+    }
+    (staging / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    if video:
+        record_gif(staging, spec, staging / "rollout.gif")
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(staging, final)
+    return final
+
+
+def load_expert(directory: Path):
+    """(PolicyParams, policy spec) of a shipped expert, with a hint when it is missing."""
+    from metaworld_x.policy import load_policy
+
+    directory = Path(directory)
+    if not (directory / "policy.json").is_file():
+        raise UserError(
+            f"no trained expert in {directory}; train it with `metaworld-x train expert {directory.name}`"
+        )
+    return load_policy(directory)
+
+
+def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int = 0, episodes: int = EVAL_EPISODES) -> dict:
+    """Success over `episodes` seeded episodes, keypoint error, task return and falls."""
+    from metaworld_x.policy import act
+
+    directory = Path(directory)
+    params, policy_spec = load_expert(directory)
+    spec = spec or expert_spec(policy_spec["skill"])
+    task = expert_task(spec)
+    env = make_env(task, episodes, "cpu")
+    reasons = env.reason_names
+    policy = jax.jit(lambda obs: act(params, obs))
+    state = env.reset(jax.random.PRNGKey(seed))
+    alive = np.ones(episodes, bool)
+    success, fell = np.zeros(episodes, bool), np.zeros(episodes, bool)
+    task_return, error_sum, length = np.zeros(episodes), np.zeros(episodes), np.zeros(episodes)
+    started = time.perf_counter()
+    for _ in range(task.config.episode_length):
+        state = env.step(state, policy(state.obs["state"]))
+        done = np.asarray(state.done)
+        task_return += np.asarray(state.metrics["task/reward"]) * alive
+        error_sum += np.asarray(state.metrics["imitation/tracking_error"]) * alive
+        length += alive
+        success |= alive & (np.asarray(state.metrics["success"]) > 0.5)
+        reason = np.asarray(state.info["termination_reason"])
+        fell |= alive & done & np.isin(reason, [reasons.index(r) for r in ("fall", "deviation") if r in reasons])
+        alive &= ~done
+        if not alive.any():
+            break
+    return {
+        "skill": spec.skill,
+        "episodes": episodes,
+        "seed": seed,
+        "success": int(success.sum()),
+        "success_rate": float(success.mean()),
+        "tracking_error_m": float((error_sum / np.maximum(length, 1)).mean()),
+        "task_return": float(task_return.mean()),
+        "task_return_per_1000_steps": float((task_return / np.maximum(length, 1)).mean() * 1000),
+        "falls": int(fell.sum()),
+        "episode_length": float(length.mean()),
+        "eval_seconds": time.perf_counter() - started,
+    }
+
+
+def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int = 150, fps: int = 25) -> Path:
+    """A short GIF of the expert in one world, rendered headless."""
+    import imageio.v3 as iio
+    import mujoco
+
+    from metaworld_x.policy import act
+    from metaworld_x.render import render_frame
+
+    params, _ = load_expert(directory)
+    env = make_env(expert_task(spec), 1, "cpu")
+    state = env.reset(jax.random.PRNGKey(0))
+    policy = jax.jit(lambda obs: act(params, obs))
+    model = env.compiled.model
+    renderer = mujoco.Renderer(model, 240, 320)
+    data = mujoco.MjData(model)
+    frames = []
+    every = max(1, round(1 / (fps * env.compiled.control_dt)))
+    for i in range(steps):
+        state = env.step(state, policy(state.obs["state"]))
+        if i % every == 0:
+            env.batch.get_data(0, data)
+            mujoco.mj_forward(model, data)
+            frames.append(render_frame(model, data, renderer=renderer))
+    tmp = path.with_name(path.name + ".tmp.gif")
+    iio.imwrite(tmp, np.stack(frames), extension=".gif", duration=1000 / fps, loop=0)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,92 @@
+"""Training throughput against bare environment throughput, as one table.
+
+    python scripts/bench_train.py [--skill walk] [--envs 1024] [--iterations 4]
+
+Rows, all on the same backend and model (the skill's tracking task):
+- the bare environment stepped with random actions;
+- collection with the policy (what a PPO iteration spends on experience);
+- whole PPO iterations (collection + update), compile excluded;
+and the ratio of training to bare throughput (goal: at least 70%).
+brax's own `ppo.train` cannot run beside this jax (0.10 removed an API it
+uses), so its row is not measured here and says so.
+"""
+
+import argparse
+import os
+import platform
+import sys
+import time
+from dataclasses import replace
+
+import jax
+import numpy as np
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def bench_bare(env, steps: int) -> float:
+    rng = np.random.default_rng(0)
+    state = env.reset(jax.random.PRNGKey(0))
+    actions = rng.uniform(-0.5, 0.5, (steps + 3, env.num_envs, env.action_size)).astype(np.float32)
+    for i in range(3):
+        state = env.step(state, actions[i])
+    jax.block_until_ready(state.obs)
+    start = time.perf_counter()
+    for i in range(steps):
+        state = env.step(state, actions[3 + i])
+    jax.block_until_ready(state.obs)
+    return env.num_envs * steps / (time.perf_counter() - start)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skill", default="walk")
+    parser.add_argument("--envs", type=int, default=1024)
+    parser.add_argument("--iterations", type=int, default=4)
+    args = parser.parse_args()
+
+    from metaworld_x.envs.expert import expert_task, make_env
+    from metaworld_x.expert_specs import expert_spec
+    from metaworld_x.expert_training import TrainerEnv
+
+    spec = expert_spec(args.skill, num_envs=args.envs)
+    task = expert_task(spec)
+    env = TrainerEnv(make_env(task, args.envs, "cpu"), "cpu")
+    bare = bench_bare(env, 30)
+
+    from metaworld_x.training.train import make_train
+
+    config = replace(spec.ppo, total_env_steps=spec.ppo.steps_per_iteration * (args.iterations + 1), eval_every=0,
+                     checkpoint_every=0)
+    make = lambda n: TrainerEnv(make_env(task, n, "cpu"), "cpu")  # noqa: E731
+    history = make_train(config, make, run_dir=None, progress=False)(jax.random.PRNGKey(0)).history
+    steady = history[1:]
+    collect = float(np.mean([config.steps_per_iteration / h["perf/collect_s"] for h in steady]))
+    whole = float(np.mean([h["perf/steps_per_second"] for h in steady]))
+    update_s = float(np.mean([h["perf/update_s"] for h in steady]))
+
+    brax_row = ("not measured: brax 0.14's ppo.train needs jax <= 0.9 (jax 0.10 removed device_put_replicated);"
+                " a peer run of it on this machine's class of CPU gave about 1.2k steps/s (REFERENCE.md)")
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores; jax {jax.__version__} ({jax.default_backend()})")
+    print(f"task: {args.skill} tracking, {args.envs} worlds, unroll {config.unroll_length}, "
+          f"{config.num_minibatches} minibatches x {config.num_epochs} epochs")
+    print()
+    print("| what | env steps/s | share of bare |")
+    print("|---|---|---|")
+    print(f"| bare environment (cpu backend, random actions) | {bare:,.0f} | 100% |")
+    print(f"| collection with the policy | {collect:,.0f} | {collect / bare:.0%} |")
+    print(f"| PPO training, collection + update ({update_s:.2f} s per update) | {whole:,.0f} | {whole / bare:.0%} |")
+    print(f"| brax ppo.train, MJX on this CPU | {brax_row} | |")
+
+
+if __name__ == "__main__":
+    main()

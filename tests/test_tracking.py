@@ -1,0 +1,89 @@
+"""Tracking environments: the reference is followed, rewarded and sampled as stated."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import mujoco.batch
+import numpy as np
+import pytest
+
+from metaworld_x.envs.compiled import CompiledTask
+from metaworld_x.envs.physics_view import BatchViewReader
+from metaworld_x.envs.reference import frame_at
+from metaworld_x.envs.task import with_overrides
+from metaworld_x.envs.tasks.tracking import IMITATION_TERMS, Tracking, TrackingConfig
+from metaworld_x.paths import MOTIONS_DIR
+
+pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
+
+
+def _task(**settings) -> Tracking:
+    return Tracking(with_overrides(TrackingConfig(), settings))
+
+
+@pytest.mark.parametrize("clip,loop", [("walk", True), ("sit", False), ("crawl", True)])
+def test_replaying_the_reference_kinematically_scores_one_and_never_terminates(clip, loop):
+    task = _task(clips=(clip,), loop=loop, episode_length=200)
+    compiled = CompiledTask.build(task)
+    batch = mujoco.batch.Batch(compiled.model, 1, 1)
+    reader = BatchViewReader(batch, compiled.layout)
+    qpos, qvel = batch.bind("qpos"), batch.bind("qvel")
+    batch.reset(keyframe=0)
+    ref = task.reference
+    info = {"clip": jnp.asarray(0), "ref_time": jnp.asarray(0.0), "task_return": jnp.zeros(()),
+            "last_action": jnp.zeros(19), "step": jnp.asarray(0)}
+    terms_fn = jax.jit(lambda view, info: task.reward_terms(view, info, jnp.zeros(19)))
+    done_fn = jax.jit(lambda view, info: jnp.stack(task.terminations(view, info)))
+    worst = {}
+    for _ in range(120):
+        info = {**info, "ref_time": info["ref_time"] + task.control_dt}
+        frame = frame_at(ref, 0, info["ref_time"])
+        qpos[0, :3], qpos[0, 3:7], qpos[0, 7:26] = frame.root_pos, frame.root_quat, frame.joint_pos
+        qvel[0, :3], qvel[0, 3:6], qvel[0, 6:25] = frame.root_lin_vel, frame.root_ang_vel, frame.joint_vel
+        batch.forward(stage=mujoco.mjtStage.mjSTAGE_VEL)
+        view = jax.tree.map(lambda x: x[0], reader.read())
+        terms = terms_fn(view, info)
+        for name in IMITATION_TERMS:
+            scale = getattr(task.config.rewards, name)
+            worst[name] = min(worst.get(name, 1.0), float(terms[name]) / scale)
+        assert not bool(done_fn(view, info).any())
+    # the centre of mass velocity is compared with the root's, so it is the loosest term
+    assert worst["com"] > 0.6, worst
+    for name in ("joint_pos", "keypoint_pos", "root_pos", "root_orientation", "end_effector"):
+        assert worst[name] > 0.97, (name, worst)
+
+
+def test_reference_state_initialisation_spreads_starts_and_keeps_some_at_zero():
+    task = _task(clips=("walk",), loop=True, phase_zero_fraction=0.25)
+    infos = jax.vmap(task.reset_info)(jax.random.split(jax.random.PRNGKey(0), 2000))
+    starts = np.asarray(infos["ref_time"])
+    duration = float(task.reference.duration(0))
+    assert 0.18 < np.mean(starts == 0.0) < 0.32
+    moving = starts[starts > 0]
+    assert moving.max() <= duration and np.std(moving) > duration / 5
+
+
+def test_multi_clip_mode_samples_every_clip():
+    task = _task(clips=("walk", "run"), loop=True)
+    infos = jax.vmap(task.reset_info)(jax.random.split(jax.random.PRNGKey(1), 400))
+    counts = np.bincount(np.asarray(infos["clip"]), minlength=2)
+    assert counts.min() > 120, counts
+
+
+def test_looping_reference_moves_on_by_one_cycle_each_repeat():
+    task = _task(clips=("walk",), loop=True)
+    ref = task.reference
+    duration = float(ref.duration(0))
+    a, b = frame_at(ref, 0, 0.3), frame_at(ref, 0, 0.3 + duration)
+    np.testing.assert_allclose(np.asarray(b.root_pos - a.root_pos), np.asarray(ref.cycle_shift[0]), atol=1e-4)
+    np.testing.assert_allclose(np.asarray(b.joint_pos), np.asarray(a.joint_pos), atol=1e-4)
+
+
+def test_one_shot_reference_holds_its_last_frame():
+    task = _task(clips=("sit",), loop=False)
+    ref = task.reference
+    end = float(ref.duration(0))
+    np.testing.assert_allclose(np.asarray(frame_at(ref, 0, end + 3.0).joint_pos),
+                               np.asarray(frame_at(ref, 0, end).joint_pos), atol=1e-6)
