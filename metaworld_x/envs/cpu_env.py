@@ -100,7 +100,7 @@ class CpuEnv:
         """Reset all worlds; world i draws from `jax.random.split(rng, B)[i]`."""
         init, info = self._sample(jax.random.split(rng, self.num_worlds))
         self._write_resets(None, init)
-        view = self._reader.read()
+        view = self._read_view()
         obs, info = self._first_obs(view, info)
         zeros = jnp.zeros(self.num_worlds, jnp.float32)
         metrics = jax.tree.map(lambda x: jnp.broadcast_to(x, (self.num_worlds,)), zero_metrics(self.task))
@@ -108,26 +108,45 @@ class CpuEnv:
 
     def step(self, state: State, action) -> State:
         """Advance every world one control step; with auto_reset, done worlds restart at once."""
-        if not isinstance(state.data, CpuPhysics) or state.data.generation != self._generation:
-            raise ValueError(
-                "this State is not the latest one of this env: the cpu backend keeps its worlds in one live"
-                " batch, so step the State returned by the latest reset() or step()"
-            )
+        self._check_latest(state)
         action = check_action(action, self.num_worlds, self.action_size)
         action, finite, ctrl = self._prepare(action)
         np.copyto(self._ctrl, np.asarray(ctrl))
         diverged_before = self._divergence_count()
         self.batch.step(nstep=self.task.config.frame_skip, stage=mujoco.mjtStage.mjSTAGE_VEL)
         physics_ok = self._divergence_count() == diverged_before
-        view = self._reader.read()
+        view = self._read_view()
         obs, reward, done, metrics, info, init, fresh_info = self._post(view, state.info, action, finite, physics_ok)
         if self.auto_reset:
             done_np = np.asarray(done)
             if done_np.any():
                 self._write_resets(np.flatnonzero(done_np), init)
-                view = self._reader.read()
+                view = self._read_view()
                 obs, info = self._merge_resets(view, fresh_info, obs, info, done)
         return self._state(view, obs, reward, done, metrics, info)
+
+    def snapshot(self, state: State) -> dict:
+        """The latest State with the simulations' full integration state, for a checkpoint.
+
+        `restore` of it continues bit for bit: `mujoco.batch` recomputes every
+        derived quantity from these rows on its next call.
+        """
+        self._check_latest(state)
+        return {"physics": np.array(self.batch.state), "state": state.replace(data=state.data.view)}
+
+    def restore(self, snapshot: dict) -> State:
+        """Put the simulations back as `snapshot` recorded them; the returned State is the latest."""
+        physics = np.asarray(snapshot["physics"])
+        if physics.shape != self.batch.state.shape:
+            raise ValueError(
+                f"snapshot holds {physics.shape} simulation state, this env {self.batch.state.shape};"
+                " restore into an env of the same task and number of worlds"
+            )
+        self.batch.state[...] = physics
+        saved = snapshot["state"]
+        view = saved.data
+        self._generation += 1
+        return saved.replace(data=CpuPhysics(view=jax.tree.map(np.array, view), generation=self._generation))
 
     def set_model_fields(self, fields: dict[str, np.ndarray]) -> None:
         """Per-world model values, {MjModel field: [B, ...]} (see `randomize.apply`)."""
@@ -137,13 +156,24 @@ class CpuEnv:
 
     # ---- internals ---------------------------------------------------------------
 
+    def _read_view(self) -> PhysicsView:
+        """A copy of the current view. JAX may read a NumPy argument in place, after the call
+        returns, so the reader's buffers, refilled every step, must never reach a jitted call."""
+        return jax.tree.map(np.array, self._reader.read())
+
     def _state(self, view, obs, reward, done, metrics, info) -> State:
         self._generation += 1
-        snapshot = jax.tree.map(np.array, view)  # the reader refills its buffers next step
         return State(
-            data=CpuPhysics(view=snapshot, generation=self._generation),
+            data=CpuPhysics(view=view, generation=self._generation),
             obs=obs, reward=reward, done=done, metrics=metrics, info=info,
         )
+
+    def _check_latest(self, state: State) -> None:
+        if not isinstance(state.data, CpuPhysics) or state.data.generation != self._generation:
+            raise ValueError(
+                "this State is not the latest one of this env: the cpu backend keeps its worlds in one live"
+                " batch, so step the State returned by the latest reset() or step()"
+            )
 
     def _divergence_count(self) -> np.ndarray:
         return self.batch.warning[:, self._divergence, 1].sum(axis=1)

@@ -1,0 +1,60 @@
+"""Experts on the real cpu backend: exact resume, shipping, evaluation, shipped artifacts."""
+
+import json
+import shutil
+
+import jax
+import numpy as np
+import pytest
+
+from metaworld_x.errors import UserError
+from metaworld_x.expert_specs import EXPERTS, expert_spec
+from metaworld_x.expert_training import evaluate_expert, ship_expert, train_expert
+from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR
+from metaworld_x.training import checkpoint
+
+pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
+
+TINY = dict(num_envs=8, unroll_length=4, num_minibatches=2, num_epochs=1, eval_every=0, checkpoint_every=2,
+            policy_hidden=(16,), value_hidden=(16,))
+
+
+def test_resume_continues_bit_for_bit_on_the_cpu_backend(tmp_path):
+    spec = expert_spec("walk", total_env_steps=8 * 4 * 4, **TINY)
+    full = train_expert(spec, tmp_path / "full", progress=False)
+    killed = expert_spec("walk", total_env_steps=8 * 4 * 3, **TINY)
+    train_expert(killed, tmp_path / "killed", progress=False)
+    # the run "died" after its checkpoint at iteration 2: drop the one written at its end
+    shutil.rmtree(checkpoint.latest(tmp_path / "killed" / "checkpoints"))
+    resumed = train_expert(spec, tmp_path / "killed", resume=True, progress=False)
+    for a, b in zip(jax.tree_util.tree_leaves(full.state), jax.tree_util.tree_leaves(resumed.state)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_shipped_expert_loads_without_training_code_and_evaluates(tmp_path):
+    spec = expert_spec("stand", total_env_steps=8 * 4 * 2, **TINY)
+    result = train_expert(spec, tmp_path / "run", progress=False)
+    out = ship_expert(spec, result, tmp_path / "stand", video=False)
+    for name in ("policy.json", "policy.msgpack", "policy.onnx", "spec.json", "metrics.json"):
+        assert (out / name).is_file(), name
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["episodes"] == 10 and 0 <= metrics["success"] <= 10
+    again = evaluate_expert(out, seed=0)
+    assert again["success"] == metrics["success"]
+    assert again["task_return"] == pytest.approx(metrics["task_return"], rel=1e-5)
+
+
+def test_missing_expert_says_which_command_trains_it(tmp_path):
+    with pytest.raises(UserError, match="metaworld-x train expert walk"):
+        evaluate_expert(tmp_path / "walk")
+
+
+@pytest.mark.parametrize("skill", sorted(EXPERTS))
+def test_every_shipped_expert_meets_its_recorded_metrics(skill):
+    directory = EXPERTS_DIR / skill
+    if not (directory / "metrics.json").is_file():
+        pytest.skip(f"expert {skill!r} is not shipped yet (train it with `metaworld-x train expert {skill}`)")
+    recorded = json.loads((directory / "metrics.json").read_text())
+    fresh = evaluate_expert(directory, seed=recorded["seed"])
+    assert fresh["success"] == recorded["success"]
+    assert fresh["task_return"] == pytest.approx(recorded["task_return"], rel=1e-3)
