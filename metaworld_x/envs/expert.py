@@ -2,7 +2,8 @@
 
 from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
-from metaworld_x.expert_specs import ExpertSpec
+from metaworld_x.expert_specs import EXPERT_ACTION_SCALE, ExpertSpec
+
 
 
 def expert_task(spec: ExpertSpec) -> Tracking:
@@ -10,7 +11,7 @@ def expert_task(spec: ExpertSpec) -> Tracking:
     from metaworld_x.envs.tasks import make_task
 
     objective = make_task(spec.objective, **spec.objective_overrides) if spec.objective else None
-    settings = {"clips": spec.clips, "loop": spec.loop, **spec.tracking}
+    settings = {"clips": spec.clips, "loop": spec.loop, "action_scale": EXPERT_ACTION_SCALE, **spec.tracking}
     if objective is not None:
         settings.setdefault("frame_skip", objective.config.frame_skip)
     return Tracking(with_overrides(TrackingConfig(), settings), objective=objective)
