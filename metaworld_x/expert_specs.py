@@ -65,7 +65,7 @@ EXPERTS: dict[str, ExpertSpec] = {
         ExpertSpec("stand", "stand still, upright, on the spot", ("stand", "stand_2"), "stand",
                    ppo=_ppo(6_000_000, budget=0.06)),
         ExpertSpec("walk", "walk forward at a steady pace", ("walk",), "walk",
-                   ppo=_ppo(10_000_000, budget=0.06)),
+                   ppo=_ppo(6_000_000, budget=0.06)),
         ExpertSpec("run", "run forward fast", ("run",), "run", ppo=_ppo(15_000_000, budget=0.08)),
         ExpertSpec("sit", "sit down on the chair behind and stay seated", ("sit",), "sit",
                    ppo=_ppo(8_000_000, budget=0.06)),
