@@ -13,24 +13,13 @@ uses), so its row is not measured here and says so.
 
 import argparse
 import os
-import platform
 import sys
 import time
 from dataclasses import replace
 
 import jax
 import numpy as np
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+from bench_env import cpu_model  # scripts/ is on sys.path when a script runs
 
 
 def bench_bare(env, steps: int) -> float:
