@@ -1,0 +1,213 @@
+"""The router's environment: a task's scene plus every installed expert's own observation.
+
+`ExpertScene` wraps a task (stand, sit, fetch, ...): rewards, termination,
+success and the router's observation ("state": proprioception + the task's
+features) are the task's own. On top, each step's observation carries
+"expert/<name>" for every expert, rebuilt by `SkillObservation` from the same
+view with that expert's reference clock (`info["skill_time"]`). Both
+backends run it unchanged: it is an ordinary Task.
+"""
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from metaworld_x.envs.observations import proprioception
+from metaworld_x.envs.task import Task
+from metaworld_x.envs.tasks.tracking import SITE_KEYPOINTS
+from metaworld_x.errors import UserError
+from metaworld_x.routing.skill_observation import (
+    SkillObservation,
+    check_layout,
+    objects_present,
+    tracking_obs_layout,
+)
+
+PROPRIOCEPTION_SIZE = 49  # qpos without root x, y (24) + qvel (25); checked against the model below
+
+
+@dataclass(frozen=True)
+class ExpertScene(Task):
+    """`objective`'s episode, observed by the router and by each expert in `skills`."""
+
+    objective: Task = None
+    skills: tuple[SkillObservation, ...] = ()
+
+    name = "expert_scene"
+
+    def __post_init__(self):  # the objective's methods do the work, so the base checks do not apply
+        if self.objective is None:
+            raise UserError("an ExpertScene needs the task it runs")
+        if self.config is None:
+            object.__setattr__(self, "config", self.objective.config)
+
+    # ---- the scene: the objective's, plus what the experts read -------------------
+
+    @property
+    def scene(self):  # type: ignore[override]
+        return self.objective.scene
+
+    @property
+    def variant(self):  # type: ignore[override]
+        return self.objective.variant
+
+    def _gather(self, attribute: str, keypoint_kind) -> tuple[str, ...]:
+        names = list(getattr(self.objective, attribute))
+        for skill in self.skills:
+            if keypoint_kind is not None:
+                names += [n for n in skill.tracking.reference.keypoint_names if keypoint_kind(n)]
+            if skill.objective_source == "scene":
+                names += list(getattr(skill.objective, attribute))
+        return tuple(dict.fromkeys(names))
+
+    @property
+    def bodies(self):  # type: ignore[override]
+        return self._gather("bodies", lambda n: n not in SITE_KEYPOINTS)
+
+    @property
+    def sites(self):  # type: ignore[override]
+        return self._gather("sites", lambda n: n in SITE_KEYPOINTS)
+
+    @property
+    def joints(self):  # type: ignore[override]
+        return self._gather("joints", None)
+
+    @property
+    def termination_reasons(self):  # type: ignore[override]
+        return self.objective.termination_reasons
+
+    @property
+    def metric_names(self):  # type: ignore[override]
+        return self.objective.metric_names
+
+    @property
+    def success_bar(self):  # type: ignore[override]
+        return self.objective.success_bar
+
+    @property
+    def expert_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.skills)
+
+    # ---- delegated to the objective -------------------------------------------------
+
+    @property
+    def reward_names(self):
+        return self.objective.reward_names
+
+    def reward_terms(self, view, info, action):
+        return self.objective.reward_terms(view, info, action)
+
+    def reset_physics(self, rng, home, info):
+        return self.objective.reset_physics(rng, home, info)
+
+    def account(self, view, info, terms):
+        return self.objective.account(view, info, terms)
+
+    def terminations(self, view, info):
+        return self.objective.terminations(view, info)
+
+    def success(self, view, info):
+        return self.objective.success(view, info)
+
+    # ---- the experts' clocks and observations ----------------------------------------
+
+    def reset_info(self, rng):
+        keys = jax.random.split(rng, len(self.skills) + 1)
+        info = dict(self.objective.reset_info(keys[0]))
+        info["skill_time"] = jnp.zeros(len(self.skills), jnp.float32)
+        info["skill_info"] = {s.name: s.reset_info(k) for s, k in zip(self.skills, keys[1:])}
+        return info
+
+    def advance(self, view, info):
+        info = self.objective.advance(view, info)
+        dt = jnp.asarray([s.tracking.control_dt for s in self.skills], jnp.float32)
+        return {**info, "skill_time": info["skill_time"] + dt}
+
+    def observe(self, view, info):
+        obs = dict(self.objective.observe(view, info))
+        own = proprioception(view)
+        for i, skill in enumerate(self.skills):
+            features = skill.features(view, info, info["skill_time"][i], info["skill_info"][skill.name])
+            obs[f"expert/{skill.name}"] = jnp.concatenate([own, features]).astype(jnp.float32)
+        return obs
+
+
+# ---- building it from the installed experts ---------------------------------------------
+
+
+def load_expert_spec(directory: Path):
+    """The ExpertSpec an expert was trained from: its shipped spec.json, else the current recipe."""
+    from metaworld_x.expert_specs import EXPERTS, ExpertSpec
+
+    directory = Path(directory)
+    path = directory / "spec.json"
+    if not path.is_file():
+        if directory.name not in EXPERTS:
+            raise UserError(f"expert {directory} has no spec.json and {directory.name!r} is not a known skill")
+        return EXPERTS[directory.name], None
+    record = json.loads(path.read_text())
+    spec = ExpertSpec(
+        skill=record["skill"], description=record["description"], clips=tuple(record["clips"]),
+        objective=record.get("objective"), loop=record.get("loop"), tracking=dict(record.get("tracking") or {}),
+        objective_overrides=dict(record.get("objective_overrides") or {}),
+    )
+    return spec, record.get("action_scale")
+
+
+def expert_obs_layout(name: str, policy_spec: dict, tracking, objective_size: int) -> list[list]:
+    """The expert's recorded obs_layout, or one derived from its spec (experts shipped before layouts were recorded)."""
+    layout = policy_spec.get("obs_layout") or tracking_obs_layout(tracking, PROPRIOCEPTION_SIZE, objective_size)
+    return check_layout(name, layout, int(policy_spec["observation_size"]))
+
+
+def _objective_size(tracking, observation_size: int) -> int:
+    keypoints = len(tracking.reference.keypoint_names)
+    reference = 2 + len(tracking.config.future_steps) * (19 + 3 + 4 + 3 * keypoints)
+    size = observation_size - PROPRIOCEPTION_SIZE - reference
+    if size < 0 or (tracking.objective is None and size):
+        raise UserError(
+            f"expert {tracking.config.clips}: its policy reads {observation_size} entries, which its tracking spec"
+            f" cannot produce ({PROPRIOCEPTION_SIZE} proprioception + {reference} reference + objective)"
+        )
+    return size
+
+
+def _training_start_features(tracking, size: int) -> tuple[float, ...]:
+    """The objective's features at the start of a training episode (seed 0), for scenes without its objects."""
+    from metaworld_x.envs.expert import make_env
+
+    env = make_env(tracking, 1, "cpu", nthread=1)
+    state = env.reset(jax.random.PRNGKey(0))
+    return tuple(float(x) for x in jax.device_get(state.obs["state"][0, -size:]))
+
+
+def build_expert_scene(task: Task, expert_dirs: dict[str, Path], policy_specs: dict[str, dict]) -> tuple[ExpertScene, dict]:
+    """The ExpertScene of `task` for the experts in `expert_dirs` ({name: folder}), and a record of how each is observed."""
+    from metaworld_x.envs.expert import expert_task
+
+    scales, skills, record = {}, [], {}
+    model = None
+    for name, directory in expert_dirs.items():
+        spec, scale = load_expert_spec(directory)
+        tracking = expert_task(spec)
+        scales[name] = scale if scale is not None else tracking.config.action_scale
+        size = _objective_size(tracking, int(policy_specs[name]["observation_size"]))
+        layout = expert_obs_layout(name, policy_specs[name], tracking, size)
+        source, frozen = "none", ()
+        if size:
+            if model is None:
+                model = task.build_model()
+            if objects_present(model, tracking.objective):
+                source = "scene"
+            else:
+                source, frozen = "frozen", _training_start_features(tracking, size)
+        skills.append(SkillObservation(name, tracking, source, frozen))
+        record[name] = {"obs_layout": layout, "objective_source": source, "clip": spec.clips[0],
+                        "reference": "re-anchored to the robot's root and heading; own clock from 0"}
+    if len(set(scales.values())) > 1:
+        raise UserError(f"experts map actions to servo targets differently ({scales}); their actions cannot be mixed")
+    task = replace(task, config=replace(task.config, action_scale=next(iter(scales.values()))))
+    return ExpertScene(objective=task, skills=tuple(skills)), record

@@ -1,0 +1,141 @@
+"""Each expert's own tracking observation, rebuilt inside a scene it was not trained in.
+
+An expert was trained on `Tracking.features`: the phase of its clip, then for
+each look-ahead s the clip's frame at t + s (joint angles, root offset and
+keypoint offsets from the robot in the robot's heading frame, root
+orientation), then its objective's features. Inside a router episode no clip
+is being tracked, so each expert gets
+
+- its own reference clock t (seconds since the episode started, advancing
+  by one control step per step, whatever the router's weights), and
+- its reference re-anchored to the robot: the clip's future frames are
+  expressed relative to the clip's frame at t (horizontal root position and
+  yaw) and placed at the robot's current horizontal root position and yaw.
+  Heights are left as the clip has them, exactly as in training.
+
+Right after a tracking reset the robot stands exactly on its reference, so
+the re-anchoring is the identity there and the features equal the tracking
+environment's (tested). The objective's features come from the scene when the
+scene holds every object the objective reads ("scene"); otherwise they are the
+values the expert saw at the start of its own training episodes ("frozen"),
+recorded once. Nothing is padded or truncated: every part and its size is
+listed in the expert's `obs_layout` and checked against its policy.
+"""
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+
+from metaworld_x.envs import rotations
+from metaworld_x.envs.observations import to_heading_frame, yaw
+from metaworld_x.envs.reference import ReferenceFrame, frame_at
+from metaworld_x.errors import UserError
+
+PROPRIOCEPTION = "proprioception"
+
+
+def tracking_obs_layout(tracking, proprioception_size: int, objective_size: int) -> list[list]:
+    """[[part, size], ...] of a Tracking task's policy observation, in order (what policy.json records)."""
+    keypoints = len(tracking.reference.keypoint_names)
+    layout = [[PROPRIOCEPTION, proprioception_size], ["phase", 2]]
+    for steps in tracking.config.future_steps:
+        layout += [[f"ref+{steps}/joint_pos", 19], [f"ref+{steps}/root_offset", 3], [f"ref+{steps}/root_quat", 4],
+                   [f"ref+{steps}/keypoint_offsets", 3 * keypoints]]
+    if objective_size:
+        layout.append([f"objective/{tracking.objective.name}", objective_size])
+    return layout
+
+
+def reanchor(target: ReferenceFrame, now: ReferenceFrame, root_pos, root_quat) -> ReferenceFrame:
+    """`target` moved by the horizontal rigid motion that takes the clip's frame `now` onto the robot's root.
+
+    root_pos [3], root_quat [4] are the robot's. Only x, y and yaw move:
+    the clip's heights stay, as in training.
+    """
+    turn = yaw(root_quat) - yaw(now.root_quat)
+    c, s = jnp.cos(turn), jnp.sin(turn)
+    spin = jnp.stack([jnp.cos(turn / 2), 0.0 * turn, 0.0 * turn, jnp.sin(turn / 2)])
+    origin = now.root_pos * jnp.asarray([1.0, 1.0, 0.0])
+    anchor = root_pos * jnp.asarray([1.0, 1.0, 0.0])
+
+    def place(points):  # [..., 3] world points of the clip -> world points at the robot
+        rel = points - origin
+        x, y = rel[..., 0], rel[..., 1]
+        return jnp.stack([c * x - s * y, s * x + c * y, rel[..., 2]], axis=-1) + anchor
+
+    return target.replace(
+        root_pos=place(target.root_pos),
+        root_quat=rotations.multiply(spin, target.root_quat),
+        keypoint_pos=place(target.keypoint_pos),
+    )
+
+
+def reference_features(tracking, view, clip_time, clip: int = 0):
+    """[2 + n_future·(26 + 3K)] phase and re-anchored future frames; the same arithmetic as Tracking.features."""
+    ref = tracking.reference
+    phase = jnp.clip(clip_time / jnp.maximum(ref.duration(clip), 1e-6), 0.0, None)
+    parts = [jnp.sin(2 * jnp.pi * phase)[None], jnp.cos(2 * jnp.pi * phase)[None]]
+    now = frame_at(ref, clip, clip_time)
+    for steps in tracking.config.future_steps:
+        target = reanchor(frame_at(ref, clip, clip_time + steps * tracking.control_dt), now, view.root_pos, view.root_quat)
+        keypoints = to_heading_frame(target.keypoint_pos - view.root_pos, view.root_quat)
+        parts += [
+            target.joint_pos,
+            to_heading_frame(target.root_pos - view.root_pos, view.root_quat),
+            target.root_quat,
+            keypoints.reshape(-1),
+        ]
+    return jnp.concatenate(parts)
+
+
+@dataclass(frozen=True)
+class SkillObservation:
+    """How one expert's observation is built in a scene. Hashable: it sits inside a jitted task."""
+
+    name: str
+    """The expert's name (its folder in experts/)."""
+    tracking: object
+    """The expert's own Tracking task (metaworld_x.envs.expert.expert_task of its spec)."""
+    objective_source: str
+    """'scene' (computed from the scene), 'frozen' (the training start's values) or 'none'."""
+    frozen_objective: tuple[float, ...] = ()
+    """The objective's features at the start of a training episode, when objective_source is 'frozen'."""
+    clip: int = 0
+    """Which of the expert's clips drives its reference (multi-clip experts: the first)."""
+
+    @property
+    def objective(self):
+        return self.tracking.objective
+
+    def reset_info(self, rng) -> dict:
+        """The objective's own task variables (e.g. walk's target speed), when it reads the scene."""
+        return dict(self.objective.reset_info(rng)) if self.objective_source == "scene" else {}
+
+    def features(self, view, info, clip_time, objective_info):
+        """[n] everything after proprioception in the expert's observation."""
+        parts = [reference_features(self.tracking, view, clip_time, self.clip)]
+        if self.objective_source == "scene":
+            parts.append(self.objective.features(view, {**info, **objective_info}))
+        elif self.objective_source == "frozen":
+            parts.append(jnp.asarray(self.frozen_objective, jnp.float32))
+        return jnp.concatenate(parts)
+
+
+def objects_present(model, task) -> bool:
+    """Whether compiled `model` holds every body, site and joint `task` reads."""
+    import mujoco
+
+    kinds = ((mujoco.mjtObj.mjOBJ_BODY, task.bodies), (mujoco.mjtObj.mjOBJ_SITE, task.sites),
+             (mujoco.mjtObj.mjOBJ_JOINT, task.joints))
+    return all(mujoco.mj_name2id(model, kind, name) >= 0 for kind, names in kinds for name in names)
+
+
+def check_layout(name: str, layout, observation_size: int) -> list[list]:
+    """The layout, or a UserError when its parts do not add up to the policy's input size."""
+    total = sum(int(size) for _, size in layout)
+    if total != observation_size:
+        raise UserError(
+            f"expert {name!r}: its observation layout adds up to {total} entries but its policy reads {observation_size};"
+            " the expert was trained on a different observation than its spec builds now. Retrain it or restore its spec"
+        )
+    return [[str(part), int(size)] for part, size in layout]
