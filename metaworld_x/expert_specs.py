@@ -70,7 +70,7 @@ EXPERTS: dict[str, ExpertSpec] = {
         ExpertSpec("sit", "sit down on the chair behind and stay seated", ("sit",), "sit",
                    ppo=_ppo(8_000_000, budget=0.06)),
         ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl",), "crawl",
-                   ppo=_ppo(15_000_000, budget=0.08)),
+                   tracking={"face_forward": True}, ppo=_ppo(15_000_000, budget=0.08)),
         ExpertSpec("reach_one_hand", "reach out and touch a target with the right hand", ("reach_one_hand",), "reach",
                    ppo=_ppo(8_000_000, budget=0.06)),
         ExpertSpec("reach_two_hands", "reach forward with both hands", ("reach_two_hands",), None,

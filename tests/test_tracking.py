@@ -87,3 +87,30 @@ def test_one_shot_reference_holds_its_last_frame():
     end = float(ref.duration(0))
     np.testing.assert_allclose(np.asarray(frame_at(ref, 0, end + 3.0).joint_pos),
                                np.asarray(frame_at(ref, 0, end).joint_pos), atol=1e-6)
+
+
+def test_facing_forward_turns_a_sideways_clip_rigidly_onto_plus_x():
+    from metaworld_x.envs.reference import facing_forward
+    from metaworld_x.motion.clip import load_clip
+
+    clip = load_clip(MOTIONS_DIR / "crawl.npz")
+    turned = facing_forward(clip)
+    np.testing.assert_allclose(turned.root_pos[0, :2], 0.0, atol=1e-9)
+    travel = turned.root_pos[-1, :2] - turned.root_pos[0, :2]
+    assert travel[0] > 0.1 and abs(travel[1]) < 1e-6 * max(1.0, travel[0]), travel
+    # rigid: forward kinematics of the turned pose puts the keypoints where the turned clip says
+    task = _task(clips=("crawl",), face_forward=True)
+    compiled = CompiledTask.build(task)
+    model = compiled.model
+    data = mujoco.MjData(model)
+    names = turned.keypoint_names
+    for t in (0, turned.num_frames // 2, turned.num_frames - 1):
+        data.qpos[:3], data.qpos[3:7], data.qpos[7:26] = turned.root_pos[t], turned.root_quat[t], turned.joint_pos[t]
+        mujoco.mj_kinematics(model, data)
+        for k, name in enumerate(names):
+            site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
+            where = data.site_xpos[site] if site >= 0 else data.xpos[model.body(name).id]
+            np.testing.assert_allclose(where, turned.keypoint_pos[t, k], atol=2e-3, err_msg=name)
+    # velocities turn with the positions: the root's finite difference matches its velocity
+    step = np.diff(turned.root_pos, axis=0).mean(axis=0) * turned.fps
+    np.testing.assert_allclose(step[:2], turned.root_lin_vel.mean(axis=0)[:2], atol=0.02)

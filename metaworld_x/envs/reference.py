@@ -6,6 +6,7 @@ on by one cycle's displacement each time, so it can be followed for longer
 than it lasts; a one-shot clip (sit down) holds its last frame.
 """
 
+import dataclasses
 from collections.abc import Sequence
 
 import jax
@@ -58,6 +59,48 @@ class ReferenceMotion:
     def duration(self, clip):
         """Seconds from first to last frame of clip index `clip`."""
         return (self.num_frames[clip] - 1).astype(jnp.float32) / self.fps
+
+
+def facing_forward(clip: Clip) -> Clip:
+    """`clip` turned about the vertical and moved so it starts at x = y = 0 and travels along +x.
+
+    Task scenes put their props ahead of the robot along +x (the tunnel, the
+    box); a human clip travels wherever its actor walked. Turning the whole
+    clip rigidly keeps every relative pose and velocity: world vectors turn,
+    the pelvis-frame angular velocity and the joints do not change. A clip that
+    barely travels (< 10 cm) is turned so its first heading faces +x instead.
+    """
+    travel = clip.root_pos[-1, :2] - clip.root_pos[0, :2]
+    if np.linalg.norm(travel) >= 0.1:
+        angle = -np.arctan2(travel[1], travel[0])
+    else:
+        w, x, y, z = clip.root_quat[0]
+        angle = -np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    c, s = np.cos(angle), np.sin(angle)
+    turn = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    origin = clip.root_pos[0] * np.array([1.0, 1.0, 0.0])
+
+    def place(points):  # [..., 3] world points
+        return (points - origin) @ turn.T
+
+    yaw_quat = np.array([np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2)])
+    def turn_quat(quats):  # [T, 4] world orientations
+        turned = np.asarray(rotations.multiply(yaw_quat, quats), np.float64)
+        return turned / np.linalg.norm(turned, axis=-1, keepdims=True)
+
+    object_pose = clip.object_pose
+    if object_pose is not None:  # (w, x, y, z) then position
+        object_pose = np.concatenate([turn_quat(object_pose[:, :4]), place(object_pose[:, 4:])], axis=-1)
+    return dataclasses.replace(
+        clip,
+        root_pos=place(clip.root_pos),
+        root_quat=turn_quat(clip.root_quat),
+        root_lin_vel=clip.root_lin_vel @ turn.T,
+        keypoint_pos=place(clip.keypoint_pos),
+        target_pos=place(clip.target_pos),
+        human_pos=place(clip.human_pos),
+        object_pose=object_pose,
+    )
 
 
 def from_clips(clips: Sequence[Clip], loop: Sequence[bool]) -> ReferenceMotion:

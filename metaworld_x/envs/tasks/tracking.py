@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from metaworld_x.envs import rotations
 from metaworld_x.envs.observations import to_heading_frame
-from metaworld_x.envs.reference import ReferenceFrame, ReferenceMotion, frame_at, from_clips
+from metaworld_x.envs.reference import ReferenceFrame, ReferenceMotion, facing_forward, frame_at, from_clips
 from metaworld_x.envs.state import PhysicsInit
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
 from metaworld_x.errors import UserError
@@ -64,6 +64,8 @@ class TrackingConfig(TaskConfig):
     """Reference clips: names in assets/motions (walk -> walk.npz) or .npz paths; several = multi-clip mode."""
     loop: bool | None = None
     """Repeat the clips with their root moved on each cycle; None: as each clip's metadata says."""
+    face_forward: bool = False
+    """Turn and move each clip to start at the origin and travel along +x, where the task scenes put their props."""
     episode_length: int = 500
     """Control steps per episode."""
     phase_zero_fraction: float = 0.2
@@ -157,6 +159,8 @@ class Tracking(Task):
         from metaworld_x.motion.clip import load_clip
 
         clips = [load_clip(clip_path(name)) for name in self.config.clips]
+        if self.config.face_forward:
+            clips = [facing_forward(c) for c in clips]
         loop = [self.config.loop if self.config.loop is not None else bool(c.info.get("loop", False)) for c in clips]
         return from_clips(clips, loop)
 
