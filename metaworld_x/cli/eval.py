@@ -1,19 +1,17 @@
-"""`metaworld-x eval expert SKILL`: measure a shipped expert over 10 seeded episodes."""
+"""`metaworld-x eval expert SKILL` and `metaworld-x eval router`."""
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Union
 
 import tyro
 
 
 @dataclass(frozen=True)
-class Eval:
+class EvalExpert:
     """Evaluate a shipped expert: success over 10 episodes, keypoint tracking error, task return, falls."""
 
-    what: tyro.conf.Positional[Literal["expert"]]
-    """What to evaluate."""
     skill: tyro.conf.Positional[str]
     """Expert skill (a folder in experts/)."""
     seed: int = 0
@@ -34,3 +32,71 @@ class Eval:
         print(f"falls: {metrics['falls']}")
         if self.json_out is not None:
             self.json_out.write_text(json.dumps(metrics, indent=2))
+
+
+@dataclass(frozen=True)
+class EvalRouter:
+    """Evaluate shipped routers: task, success k/10, return, time to success, expert weights over time (PNG),
+    and the ablation table (full, no VLM, no world model, no router) recorded when each was trained."""
+
+    task: str | None = None
+    """A task folder in router/ (e.g. stand); default every shipped router."""
+    instruction: tuple[str, ...] = ()
+    """Wordings to evaluate (each must resolve to the router's task); default the trained one."""
+    probes: bool = False
+    """Also evaluate a never-seen paraphrase and a reordered wording of the task (paraphrase and order robustness)."""
+    episodes: int = 10
+    """Seeded episodes per wording."""
+    steps: int | None = None
+    """Steps per episode; default the length the router was evaluated with in training."""
+    seed: int = 0
+    """Evaluation seed."""
+    router_dir: Path | None = None
+    """Where the routers are; default router/."""
+    experts_dir: Path | None = None
+    """Where the experts are installed; default experts/."""
+    json_out: Path | None = None
+    """Also write the results to this JSON file."""
+
+    def run(self) -> None:
+        from metaworld_x.errors import UserError
+        from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
+        from metaworld_x.routing.evaluation import PROBES, ablation_table, evaluate_router, results_table, shipped_routers
+
+        root = self.router_dir or ROUTER_DIR
+        folders = shipped_routers(root)
+        if self.task is not None:
+            folders = [f for f in folders if f.name == self.task]
+            if not folders:
+                raise UserError(f"no router for task {self.task!r} in {root}; shipped: {', '.join(p.name for p in shipped_routers(root))}")
+        reports = []
+        for folder in folders:
+            record = json.loads((folder / "router.json").read_text())
+            wordings = list(self.instruction) or [record["instruction"]]
+            if self.probes:
+                wordings += list(PROBES.get(record["task"], ()))
+            report = evaluate_router(folder, self.experts_dir or EXPERTS_DIR, wordings, self.episodes, self.seed, self.steps)
+            metrics_path = folder / "metrics.json"
+            report["metrics"] = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
+            reports.append(report)
+        print(results_table(reports))
+        for report in reports:
+            if report["metrics"].get("ablations"):
+                print(f"\nablations, {report['task']} (recorded at training, {report['metrics'].get('machine', '')}):")
+                print(ablation_table(report["metrics"]))
+            print(f"expert weights over time: {report['rows'][0].get('weights_png', '—')}")
+        if self.json_out is not None:
+            self.json_out.write_text(json.dumps([{k: v for k, v in r.items() if k != "metrics"} for r in reports], indent=2))
+
+
+@dataclass(frozen=True)
+class Eval:
+    """Evaluate a shipped expert, or the shipped routers."""
+
+    command: Union[
+        Annotated[EvalExpert, tyro.conf.subcommand("expert")],
+        Annotated[EvalRouter, tyro.conf.subcommand("router")],
+    ]
+
+    def run(self) -> None:
+        self.command.run()

@@ -1,18 +1,16 @@
-"""`metaworld-x train expert SKILL`: train one expert from its spec and ship it."""
+"""`metaworld-x train expert SKILL` and `metaworld-x train router`."""
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, Union
 
 import tyro
 
 
 @dataclass(frozen=True)
-class Train:
+class TrainExpert:
     """Train an expert with imitation-constrained PPO (spec in metaworld_x/expert_specs.py) and ship it to experts/."""
 
-    what: tyro.conf.Positional[Literal["expert"]]
-    """What to train."""
     skill: tyro.conf.Positional[str]
     """Expert skill: stand, walk, run, sit, crawl, reach_one_hand, reach_two_hands, carry, push, door."""
     total_env_steps: int | None = None
@@ -55,3 +53,88 @@ class Train:
         if self.ship:
             path = ship_expert(spec, result, self.out)
             print(f"shipped to {path}")
+
+
+@dataclass(frozen=True)
+class TrainRouter:
+    """Train the world model and the router for one task on the installed experts, and ship it to router/<task>/.
+
+    Collects expert rollouts in the task's scene (cpu backend), trains the world model, reports its
+    k-step error on held-out rollouts, trains the router in imagination under the decaying VLM-prior KL,
+    fine-tunes on the router's own rollouts, evaluates, and ships. Defaults take about 20 minutes on 2 cores.
+    """
+
+    task: str = "stand still"
+    """An instruction in plain English, or a catalog task: fetch, push, door, sit, stand, run, crawl, reach."""
+    experts_dir: Path | None = None
+    """Where the experts are installed; default experts/."""
+    out: Path | None = None
+    """Where to ship; default router/ (the router goes to <out>/<task>/)."""
+    run_dir: Path = Path("runs/router")
+    """Buffers, world models and router stages (per task), for --resume."""
+    resume: bool = False
+    """Continue a killed run from its last finished stage."""
+    ablations: bool = False
+    """Also train the no-VLM and no-world-model variants and evaluate the no-router one (about 2x the time)."""
+    num_worlds: int = 32
+    """Parallel simulations while collecting."""
+    collect_steps: int = 300
+    """Control steps per world of the expert rollouts."""
+    wm_steps: int = 3000
+    """World-model gradient steps on the expert data."""
+    imagination_updates: int = 600
+    """Router updates in imagination before fine-tuning."""
+    finetune_rounds: int = 2
+    """Rounds of real router rollouts + world-model updates + imagination."""
+    finetune_steps: int = 150
+    """Control steps per world per fine-tune round."""
+    eval_episodes: int = 10
+    """Seeded evaluation episodes."""
+    eval_steps: int | None = None
+    """Steps per evaluation episode; default the task's episode length."""
+    seed: int = 0
+    """Seed of collection, training and evaluation."""
+    fast_compile: bool = False
+    """Compile without XLA optimisation (faster start, slower steps): for smoke runs."""
+
+    def config(self):
+        from dataclasses import replace
+
+        from metaworld_x.routing.pipeline import RouterTrainConfig
+
+        base = RouterTrainConfig()
+        return replace(
+            base, task=self.task, ablations=self.ablations, num_worlds=self.num_worlds, collect_steps=self.collect_steps,
+            wm_steps=self.wm_steps, imagination_updates=self.imagination_updates, finetune_rounds=self.finetune_rounds,
+            finetune_steps=self.finetune_steps, eval_episodes=self.eval_episodes, eval_steps=self.eval_steps, seed=self.seed,
+            world_model=replace(base.world_model, fast_compile=self.fast_compile, seed=self.seed),
+            router=replace(base.router, fast_compile=self.fast_compile, seed=self.seed),
+        )
+
+    def run(self) -> None:
+        import json
+
+        from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
+        from metaworld_x.routing.evaluation import ablation_table
+        from metaworld_x.routing.pipeline import run_pipeline
+
+        out = run_pipeline(self.config(), self.experts_dir or EXPERTS_DIR, self.run_dir, self.out or ROUTER_DIR, self.resume)
+        metrics = json.loads((out / "metrics.json").read_text())
+        final = metrics["final"]
+        print(f"shipped to {out}: {final['success']}/{final['episodes']} successes, return {final['return_mean']:.1f};"
+              f" training {metrics['seconds']['training_total'] / 60:.1f} min, wall clock {metrics['wall_clock_s'] / 60:.1f} min")
+        if len(metrics["ablations"]) > 1:
+            print(ablation_table(metrics))
+
+
+@dataclass(frozen=True)
+class Train:
+    """Train an expert, or the router on the installed experts."""
+
+    command: Union[
+        Annotated[TrainExpert, tyro.conf.subcommand("expert")],
+        Annotated[TrainRouter, tyro.conf.subcommand("router")],
+    ]
+
+    def run(self) -> None:
+        self.command.run()
