@@ -2,9 +2,10 @@
 
 Contact is read off the robot's pose after a first IK pass: a foot stands
 while its sole is near the floor and its sole centre barely moves. During a
-stance the foot's IK target is pinned to one place, flat on the floor, which
-is what removes foot skating; the pin is blended in and out over a few frames
-so the leg does not jump at touch-down or lift-off.
+stance the foot's IK target is pinned to one place, flat on the floor, and
+the IK holds the sole there exactly (`ik.SolePinTask`), which is what removes
+foot skating; the pin is blended in and out over a few frames so the leg does
+not jump at touch-down or lift-off.
 """
 
 from __future__ import annotations

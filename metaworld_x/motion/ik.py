@@ -3,6 +3,15 @@
 One `PoseSolver` holds the mink tasks and limits for a model and is reused
 over a whole clip: each frame starts from the previous frame's solution
 (warm start), so a few QP iterations per frame suffice.
+
+A stance foot is held by a hard constraint, not only by a heavy task: the
+human sources slide their feet (10-15 cm/s in some clips), and any finite
+weight lets the rest of the body's targets drag a pinned foot along. The
+constraint (`SolePinTask`, passed to mink as an equality) holds the sole
+centre, the `{side}_foot` site whose speed `quality.foot_skating` reports,
+and the foot's forward axis (pitch and yaw); the roll stays free because the
+H1's ankle only pitches. Where joint or speed limits make it infeasible the
+frame falls back to the soft pin and `PoseSolver.fallbacks` counts it.
 """
 
 from __future__ import annotations
@@ -42,7 +51,10 @@ class IkConfig:
     foot_orientation_cost: float = 0.3
     """Orientation cost on each ankle link."""
     contact_cost: float = 5.0
-    """Position and orientation cost on a foot pinned to the ground while in contact."""
+    """Position and orientation cost on a foot pinned to the ground while in contact (and while blending in and out)."""
+    hard_contacts: bool = True
+    """Hold a fully pinned foot (pin weight 1) exactly, as an equality constraint of the QP;
+    False leaves it to `contact_cost` alone."""
     posture_cost: float = 0.02
     """Pull towards the home pose, which also picks one of several equal solutions."""
     damping: float = 1e-3
@@ -72,7 +84,9 @@ class FrameTargets:
     """Targets for one frame: positions {keypoint: [3]}, orientations [3, 3], and how pinned each foot is.
 
     `pinned` (left, right) in [0, 1] blends each foot's costs from tracking
-    to `contact_cost`; a step change would make the whole pose jump.
+    to `contact_cost`; a step change would make the whole pose jump. A foot
+    pinned with weight 1 is in stance and, with `IkConfig.hard_contacts`,
+    held exactly at its ankle target's sole point and forward axis.
     """
 
     positions: dict[str, np.ndarray]
@@ -80,6 +94,46 @@ class FrameTargets:
     torso_rot: np.ndarray
     foot_rot: dict[str, np.ndarray]
     pinned: tuple[float, float] = (0.0, 0.0)
+
+
+class SolePinTask(mink.Task):
+    """Holds a foot's sole centre at a point and its forward axis along a direction; the roll stays free.
+
+    Error [5]: the sole site's world position minus its target (3), then the
+    site's x axis projected on two unit vectors normal to the target axis (2;
+    both 0 when the axes agree). Jacobian [5, nv] from `mj_jacSite`. Used as
+    an equality constraint, `J dq = -e` makes the linearised pin exact.
+    """
+
+    def __init__(self, model: mujoco.MjModel, site: str, cost: float = 1.0):
+        super().__init__(cost=np.full(5, cost), gain=1.0)
+        self.model = model
+        self.site_id = model.site(site).id
+        self.position = np.zeros(3)
+        self.normals = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+        self._jacp = np.zeros((3, model.nv))
+        self._jacr = np.zeros((3, model.nv))
+
+    def set_target(self, position: np.ndarray, forward: np.ndarray) -> None:
+        """Pin the sole centre at `position` [3] with the foot's x axis along `forward` [3]."""
+        forward = np.asarray(forward, dtype=float) / np.linalg.norm(forward)
+        side = np.array([-forward[1], forward[0], 0.0])  # z cross forward: horizontal, normal to the foot
+        length = np.hypot(side[0], side[1])
+        side = np.array([0.0, 1.0, 0.0]) if length < 1e-6 else side / length  # a vertical foot: any will do
+        self.position = np.asarray(position, dtype=float).copy()
+        self.normals = np.stack([side, _skew(forward) @ side])
+
+    def compute_error(self, configuration: mink.Configuration) -> np.ndarray:
+        data = configuration.data
+        axis = data.site_xmat[self.site_id].reshape(3, 3)[:, 0]
+        return np.concatenate([data.site_xpos[self.site_id] - self.position, self.normals @ axis])
+
+    def compute_jacobian(self, configuration: mink.Configuration) -> np.ndarray:
+        data = configuration.data
+        mujoco.mj_jacSite(self.model, data, self._jacp, self._jacr, self.site_id)
+        axis = data.site_xmat[self.site_id].reshape(3, 3)[:, 0]
+        # d(u . x)/dt = u . (w cross x) = (x cross u) . w, with w = jacr qvel.
+        return np.vstack([self._jacp, self.normals @ _skew(axis).T @ self._jacr])
 
 
 def home_qpos(model: mujoco.MjModel, root_height: float = 1.0) -> np.ndarray:
@@ -119,6 +173,10 @@ class PoseSolver:
             side: mink.FrameTask(f"{side}_ankle_link", "body", costs[f"{side}_ankle"], config.foot_orientation_cost)
             for side in SIDES
         }
+        self.sole_pins = {side: SolePinTask(model, f"{side}_foot", config.contact_cost) for side in SIDES}
+        self._sole_in_ankle = {side: _site_in_parent(model, f"{side}_foot", f"{side}_ankle_link") for side in SIDES}
+        self.fallbacks = 0
+        """Frames whose hard foot pins were infeasible and fell back to the soft pin."""
         self.posture = mink.PostureTask(model, cost=config.posture_cost)
         self.posture.set_target(home_qpos(model))
         self.tasks = [self.pelvis, self.torso, *self.feet.values(), *self.position_tasks.values(), self.posture]
@@ -136,7 +194,8 @@ class PoseSolver:
 
     def solve(self, targets: FrameTargets) -> np.ndarray:
         """[nq] the pose that best meets `targets`, starting from the last solution."""
-        self._set_targets(targets)
+        constraints = self._hard_pins(targets)
+        self._set_targets(targets, hard=[pin.site_id for pin in constraints])
         if self._first:
             # Converge from the start pose, first moved to the target root so
             # the legs need not drag the body there: long steps, many of them.
@@ -149,15 +208,43 @@ class PoseSolver:
             # velocity limit bounds the joint speed of the clip itself.
             iterations = self.config.iterations
             dt = self.dt / iterations
-        for _ in range(iterations):
-            velocity = mink.solve_ik(
-                self.configuration, self.tasks, dt, self.config.solver, damping=self.config.damping, limits=self.limits
-            )
-            self.configuration.integrate_inplace(velocity, dt)
+        start = self.configuration.q.copy()
+        try:
+            self._iterate(iterations, dt, constraints)
+        except mink.NoSolutionFound:
+            # Limits and pins conflict (a stance target beyond the leg's reach):
+            # redo the frame with the pins as heavy tasks only.
+            self.fallbacks += 1
+            self.configuration.update(start)
+            self._set_targets(targets, hard=[])
+            self._iterate(iterations, dt, [])
         self._first = False
         return self.configuration.q.copy()
 
-    def _set_targets(self, targets: FrameTargets) -> None:
+    def _iterate(self, iterations: int, dt: float, constraints: list[mink.Task]) -> None:
+        for _ in range(iterations):
+            velocity = mink.solve_ik(
+                self.configuration, self.tasks, dt, self.config.solver, damping=self.config.damping,
+                limits=self.limits, constraints=constraints,
+            )
+            self.configuration.integrate_inplace(velocity, dt)
+
+    def _hard_pins(self, targets: FrameTargets) -> list[mink.Task]:
+        """The sole pins of the feet fully in stance, targets set from their ankle targets."""
+        if not self.config.hard_contacts:
+            return []
+        pins = []
+        for index, side in enumerate(SIDES):
+            if targets.pinned[index] < 1.0:
+                continue
+            offset, axes = self._sole_in_ankle[side]
+            rotation = targets.foot_rot[side]
+            self.sole_pins[side].set_target(targets.positions[f"{side}_ankle"] + rotation @ offset, rotation @ axes[:, 0])
+            pins.append(self.sole_pins[side])
+        return pins
+
+    def _set_targets(self, targets: FrameTargets, hard: list[int]) -> None:
+        """Set every task's target and each foot task's costs; `hard`: site ids of the hard-pinned soles."""
         config = self.config
         self.pelvis.set_target(_se3(targets.pelvis_rot, targets.positions["pelvis"]))
         self.torso.set_target(_se3(targets.torso_rot, targets.positions["chest"]))
@@ -171,8 +258,29 @@ class PoseSolver:
             # feet would fix the stance width. Pin only pitch and yaw.
             pinned_orientation = np.array([free_orientation, config.contact_cost, config.contact_cost])
             task.set_orientation_cost(free_orientation + pin * (pinned_orientation - free_orientation))
+            if self.sole_pins[side].site_id in hard:
+                # The pin holds this foot exactly; a heavy task on the same
+                # foot (and its roll target) fights the constraint and makes
+                # the Gauss-Newton steps oscillate.
+                task.set_position_cost(0.0)
+                task.set_orientation_cost(0.0)
         for key, task in self.position_tasks.items():
             task.set_target(_se3(self._identity, targets.positions[key]))
+
+
+def _site_in_parent(model: mujoco.MjModel, site: str, body: str) -> tuple[np.ndarray, np.ndarray]:
+    """([3] position, [3, 3] axes) of `site` in the frame of `body`, which must be its parent."""
+    site_id = model.site(site).id
+    if model.site_bodyid[site_id] != model.body(body).id:
+        raise UserError(f"the robot's site {site!r} must sit on the body {body!r} for foot pinning")
+    axes = np.zeros(9)
+    mujoco.mju_quat2Mat(axes, model.site_quat[site_id])
+    return model.site_pos[site_id].copy(), axes.reshape(3, 3)
+
+
+def _skew(v: np.ndarray) -> np.ndarray:
+    """[3, 3] the matrix of `v cross .` (np.cross costs more than the IK's Jacobians on 3-vectors)."""
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
 
 
 def _se3(rotation: np.ndarray, translation: np.ndarray) -> mink.SE3:

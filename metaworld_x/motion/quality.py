@@ -5,7 +5,11 @@ Figures (all per clip):
   points (ankles, hand sites) and their targets, the human in the robot's
   proportions (see `scaling`);
 - `penetration` (m): deepest point of any robot geom below the floor;
-- `skating` (m/s): mean horizontal speed of a foot's sole centre while it is in stance;
+- `skating` (m/s): mean horizontal speed of a foot's sole centre (the
+  `{side}_foot` site) over pairs of consecutive stance frames. It is the point
+  the IK pins (`ik.SolePinTask`), and it lies on the foot's centre line with
+  the toe and heel edges, about which the pinned foot may only roll, so it
+  measures the slide of whichever of them bears the weight;
 - `limit_violations`: frames x joints outside the joint range;
 - `speed` (frames/s): retargeting throughput, frames per CPU-second of the
   retargeting process (resampling, both IK passes, floor and contacts).

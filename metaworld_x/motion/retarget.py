@@ -212,7 +212,8 @@ def solve_clip(
         attribution=source.attribution,
         robot_hash=robot_hash(model),
         quality=quality.as_dict(),
-        info={**(info or {}), "floor_offset": -floor, "ik_iterations": config.ik.iterations},
+        info={**(info or {}), "floor_offset": -floor, "ik_iterations": config.ik.iterations,
+              "soft_pin_frames": solver.fallbacks},
         object_pose=object_pose,
     )
 
