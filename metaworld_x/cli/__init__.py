@@ -13,6 +13,7 @@ import tyro
 from metaworld_x.cli.eval import Eval
 from metaworld_x.cli.info import Info
 from metaworld_x.cli.motion import Motion
+from metaworld_x.cli.play import Play
 from metaworld_x.cli.snapshot import Snapshot
 from metaworld_x.cli.train import Train
 from metaworld_x.errors import UserError
@@ -23,6 +24,7 @@ Command = Union[
     Annotated[Motion, tyro.conf.subcommand("motion")],
     Annotated[Train, tyro.conf.subcommand("train")],
     Annotated[Eval, tyro.conf.subcommand("eval")],
+    Annotated[Play, tyro.conf.subcommand("play")],
 ]
 
 

@@ -36,3 +36,5 @@ for env_id, task, episode_length in ENVIRONMENTS:
             kwargs={"task": task},
             max_episode_steps=episode_length,
         )
+
+import metaworld_x.envs.tracking_registration  # noqa: E402,F401  (the experts' tracking ids)

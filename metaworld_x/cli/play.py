@@ -1,0 +1,70 @@
+"""`metaworld-x play "INSTRUCTION"`: watch the controller, or record it headless."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import tyro
+
+from metaworld_x.errors import UserError
+
+DEFAULT_HEADLESS_VIDEO = Path("play.mp4")
+
+
+@dataclass(frozen=True)
+class Play:
+    """Play an instruction with the shipped router and experts (or one expert), in the viewer or to a video.
+
+    With a display and neither --video nor --gif, the interactive viewer opens.
+    Otherwise the episode is rendered off-screen. Either way the outcome is
+    printed as `success: true|false` and `return: <float>`.
+    """
+
+    instruction: tyro.conf.Positional[str] = "walk forward"
+    """What the robot should do, in plain language (the router maps it to a task)."""
+    expert: str | None = None
+    """Play this one expert in its own tracking scene instead of the router (e.g. walk)."""
+    motion: str | None = None
+    """Also play this reference clip kinematically, as a translucent ghost beside the robot (e.g. walk)."""
+    motion_offset: float = 1.0
+    """How far (m) to the robot's left the ghost walks; 0 puts it on top of the robot."""
+    video: Path | None = None
+    """Record an .mp4 (headless; no viewer opens)."""
+    gif: Path | None = None
+    """Record a .gif (headless; no viewer opens)."""
+    seed: int = 0
+    """Seed of the episode: the same seed plays the same episode."""
+    steps: int | None = None
+    """Control steps to play (50 per second); default: one whole episode."""
+    headless: bool = False
+    """Never open a window, even with a display."""
+    plots: bool = True
+    """Write PNG plots next to the video: tracking error per body part (expert) and expert weights (router)."""
+    width: int = 640
+    """Video width in pixels."""
+    height: int = 360
+    """Video height in pixels."""
+    shadows: bool = True
+    """Render shadows and reflections (about 3x slower with software OpenGL)."""
+    experts_dir: Path | None = None
+    """Folder of shipped experts; default experts/."""
+    router_dir: Path | None = None
+    """Folder of the shipped router; default router/."""
+
+    def run(self) -> None:
+        self._check()
+        from metaworld_x.play.session import play
+
+        play(self)
+
+    def _check(self) -> None:
+        """Refuse impossible settings before anything heavy is imported."""
+        from metaworld_x.play.video import check_video_path
+
+        if self.steps is not None and self.steps < 1:
+            raise UserError(f"--steps must be at least 1, got {self.steps}")
+        if self.width < 16 or self.height < 16:
+            raise UserError(f"--width and --height must be at least 16 pixels, got {self.width}x{self.height}")
+        if self.video is not None:
+            check_video_path(self.video, ".mp4", "--video")
+        if self.gif is not None:
+            check_video_path(self.gif, ".gif", "--gif")

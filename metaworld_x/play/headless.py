@@ -1,0 +1,125 @@
+"""An episode rendered off-screen to video, plotted, and its outcome printed."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from metaworld_x.errors import UserError
+from metaworld_x.play.episode import EpisodeLog, EpisodeRunner
+from metaworld_x.play.ghost import Ghost
+from metaworld_x.play.overlay import stamp, text_strip, weights_panel
+from metaworld_x.play.video import VideoSink
+
+VIDEO_FPS = 25
+"""Frames per second of recorded videos; every (control rate / this)-th control step is drawn."""
+
+
+@dataclass(frozen=True)
+class RecordOptions:
+    """How a headless episode is recorded."""
+
+    steps: int
+    """Control steps to play at most (the episode may end earlier)."""
+    video: Path | None
+    """.mp4 to write, or None."""
+    gif: Path | None
+    """.gif to write, or None."""
+    plots: Path | None
+    """Path stem for the PNG plots (<stem>_tracking_error.png, <stem>_weights.png), or None for no plots."""
+    width: int
+    height: int
+    shadows: bool
+    """Shadows and reflections: prettier, about 3x slower with software OpenGL."""
+    instruction: str = ""
+
+
+class FrameRenderer:
+    """Off-screen frames of the runner's world, with the ghost, the weight bars and a status strip."""
+
+    def __init__(self, runner: EpisodeRunner, width: int, height: int, shadows: bool, ghost: Ghost | None):
+        self.runner, self.ghost, self.shadows = runner, ghost, shadows
+        try:
+            self.renderer = mujoco.Renderer(runner.model, height, width)
+        except Exception as error:  # no OpenGL platform: say how to get one
+            raise UserError(f"cannot render off-screen ({error}); set MUJOCO_GL=egl (or osmesa) before running") from None
+
+    def frame(self, status: list[str]) -> np.ndarray:
+        """[H, W, 3] uint8 of the current state."""
+        runner = self.runner
+        runner.sync_data()
+        self.renderer.update_scene(runner.data, camera="track")
+        scene = self.renderer.scene
+        scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.shadows
+        scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = self.shadows
+        if self.ghost is not None:
+            self.ghost.pose(runner.time)
+            self.ghost.draw(scene)
+        image = self.renderer.render()
+        controller = runner.scenario.controller
+        if runner.last_weights is not None:
+            image = stamp(image, weights_panel(controller.expert_names, runner.last_weights, controller.mode))
+        return stamp(image, text_strip(status, min(image.shape[1], 520)), corner="bottom_left")
+
+    def close(self) -> None:
+        self.renderer.close()
+
+
+def status_lines(runner: EpisodeRunner, instruction: str, ghost: Ghost | None) -> list[str]:
+    lines = [f'"{instruction}"'] if instruction else []
+    line = f"t {runner.time:5.2f} s   return {runner.log.episode_return:8.1f}"
+    if ghost is not None:
+        line += f"   ghost: {ghost.name}"
+    return lines + [line]
+
+
+def record_episode(runner: EpisodeRunner, options: RecordOptions, ghost: Ghost | None = None) -> tuple[EpisodeLog, list[Path]]:
+    """Play up to `options.steps` control steps, drawing frames at VIDEO_FPS; write the video and plots."""
+    every = max(1, round(1.0 / (VIDEO_FPS * runner.control_dt)))
+    sink = VideoSink(1.0 / (every * runner.control_dt), options.video, options.gif)
+    frames = FrameRenderer(runner, options.width, options.height, options.shadows, ghost) if (options.video or options.gif) else None
+    try:
+        for step in range(options.steps):
+            runner.step()
+            if frames is not None and (step % every == 0 or runner.done):
+                sink.add(frames.frame(status_lines(runner, options.instruction, ghost)))
+            if runner.done:
+                break
+    finally:
+        if frames is not None:
+            frames.close()
+    written = sink.close()
+    if options.plots is not None:
+        written += write_plots(runner, options.plots)
+    return runner.log, written
+
+
+def write_plots(runner: EpisodeRunner, stem: Path) -> list[Path]:
+    """Tracking error per body part (with a reference) and expert weights over time (with several experts)."""
+    from metaworld_x.play.plots import plot_tracking_error, plot_weights
+
+    log, scenario, written = runner.log, runner.scenario, []
+    stem = Path(stem)
+    if log.keypoint_errors:
+        path = stem.with_name(f"{stem.name}_tracking_error.png")
+        title = f"{scenario.title}: tracking error per body part, seed {runner.seed}, {log.steps} steps"
+        written.append(plot_tracking_error(scenario.keypoint_names, np.stack(log.keypoint_errors), runner.control_dt, path, title))
+    if log.weights and scenario.routed:
+        path = stem.with_name(f"{stem.name}_weights.png")
+        title = f"{scenario.title}: expert weights, seed {runner.seed}"
+        written.append(plot_weights(scenario.controller.expert_names, np.stack(log.weights), runner.control_dt, path, title))
+    return written
+
+
+def outcome_lines(runner: EpisodeRunner) -> list[str]:
+    """The result as `success: true|false` and `return: <float>`, plus a note when the episode was cut short."""
+    log = runner.log
+    lines = [f"success: {str(log.success).lower()}", f"return: {log.episode_return:.3f}"]
+    if log.keypoint_errors:
+        lines.append(f"tracking error: {np.mean(log.keypoint_errors) * 100:.1f} cm (mean keypoint, relative to the root)")
+    ended = log.reason if log.reason != "none" else f"cut at {log.steps} of {runner.episode_length} steps"
+    lines.append(f"episode: {log.steps} steps, {ended}")
+    if log.reason == "none" and not log.success:
+        lines.append("(success is judged when the episode ends; leave out --steps to play the whole episode)")
+    return lines
