@@ -138,7 +138,7 @@ def expert_scenario(skill: str, experts_dir: Path) -> Scenario:
 
 def router_scenario(instruction: str, router_dir: Path, experts_dir: Path) -> Scenario:
     """The instruction's composite task, played by the shipped router over the installed experts."""
-    if not any(Path(router_dir).glob("**/router.json")):
+    if not any(Path(router_dir).glob("*/router.json")):
         raise UserError(
             f"no trained router in {router_dir}; train it with `{TRAIN_ROUTER}`"
             f" (or play one expert: --expert {next(iter(installed_experts(experts_dir)), 'walk')})"

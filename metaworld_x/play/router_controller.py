@@ -1,0 +1,125 @@
+"""The router path of `play`: an instruction, the shipped router for its task, every installed expert mixed.
+
+The router for a task lives in router/<task>/ (`metaworld-x train router`);
+it is refused unless the installed experts are exactly the ones it was
+trained with (`metaworld_x.routing.checkpoint.load_router`). The scene is the
+task's `ExpertScene`, whose observation carries each expert's own
+observation ("expert/<name>") next to the router's ("state").
+"""
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from metaworld_x.errors import UserError
+from metaworld_x.play.scenario import Decision, Scenario, train_expert_command
+
+
+def train_router_command(task: str) -> str:
+    return f"metaworld-x train router --task {task}"
+
+
+class RouterController:
+    """Soft weights from the router, Σ_k w_k·a_k executed; Enter switches to the dominant expert alone and back."""
+
+    def __init__(self, router, params, text: np.ndarray, experts, task: str, resolver_factory):
+        from metaworld_x.routing.network import mixture_action
+        from metaworld_x.routing.rollouts import expert_actions
+
+        self.expert_names = tuple(experts.names)
+        self.task, self.mode = task, "router"
+        self._text = jnp.asarray(text, jnp.float32)[None]
+        self._resolver_factory, self._resolver = resolver_factory, None
+        self._alone: int | None = None
+        self._last = np.full(len(self.expert_names), 1.0 / len(self.expert_names))
+        params_k = tuple(experts.params)
+        names = self.expert_names
+
+        @jax.jit
+        def decide(obs, text, alone_mask, alone):
+            weights = router.weights(params, obs["state"], text)  # [1, K]
+            weights = jnp.where(alone, alone_mask[None], weights)
+            actions = expert_actions(params_k, tuple(obs[f"expert/{n}"] for n in names))  # [1, K, A]
+            return mixture_action(weights, actions), weights[0]
+
+        self._decide = decide
+
+    def decide(self, state) -> Decision:
+        alone = self._alone is not None
+        mask = jnp.zeros(len(self.expert_names)).at[self._alone or 0].set(1.0)
+        action, weights = self._decide(state.obs, self._text, mask, alone)
+        self._last = np.asarray(weights)
+        return Decision(np.asarray(action), self._last)
+
+    def toggle(self) -> str:
+        if self._alone is None:
+            self._alone = int(np.argmax(self._last))
+            self.mode = f"expert {self.expert_names[self._alone]} alone"
+            return f"single expert: {self.expert_names[self._alone]} (the router's dominant one); Enter switches back"
+        self._alone, self.mode = None, "router"
+        return "router: mixing every expert again"
+
+    def instruct(self, text: str) -> str:
+        if self._resolver is None:
+            self._resolver = self._resolver_factory()
+        resolution = self._resolver.resolve(text)
+        if resolution.task.name != self.task:
+            return (f"{text!r} asks for task {resolution.task.name!r}, but this scene is {self.task!r}'s;"
+                    f' restart with metaworld-x play "{text}" to build its scene')
+        self._text = jnp.asarray(self._resolver.embed([text])[0], jnp.float32)[None]
+        return f"router now follows {text!r} (task {self.task})"
+
+
+def _shipped(router_root: Path) -> dict[str, dict]:
+    """{task: router.json record} of every router under router_root."""
+    return {p.parent.name: json.loads(p.read_text()) for p in sorted(Path(router_root).glob("*/router.json"))}
+
+
+def router_scenario_from_checkpoint(instruction: str, router_root: Path, experts_dir: Path) -> Scenario:
+    """The scenario of the router for `instruction`'s task; UserErrors name the command that trains what is missing."""
+    from metaworld_x.envs.tasks import make_task
+    from metaworld_x.routing.checkpoint import load_router
+    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.routing.language import TaskResolver
+    from metaworld_x.routing.scene import build_expert_scene
+
+    shipped = _shipped(router_root)
+    resolver = None
+    # the wording a router was trained with needs no text encoder: its embedding is in router.json
+    task = next((name for name, record in shipped.items() if record.get("instruction") == instruction), None)
+    if task is None:
+        resolver = TaskResolver()
+        task = resolver.resolve(instruction).task.name
+    if task not in shipped:
+        raise UserError(
+            f"no trained router for task {task!r} (from {instruction!r}) in {router_root}; train it with"
+            f" `{train_router_command(task)}`" + (f" (shipped: {', '.join(shipped)})" if shipped else "")
+        )
+    record = shipped[task]
+    folder = Path(router_root) / task
+    installed = {p.parent.name: p.parent for p in sorted(Path(experts_dir).glob("*/policy.json"))}
+    missing = [e["name"] for e in record["experts"] if e["name"] not in installed]
+    if missing:
+        raise UserError(
+            f"the router in {folder} needs expert(s) {', '.join(missing)}, missing from {experts_dir};"
+            f" train them with `{train_expert_command(missing[0])}`" + (" (and the others alike)" if len(missing) > 1 else "")
+        )
+    experts = ExpertSet.load(installed)
+    router, params, record = load_router(folder, experts)
+    scene, _ = build_expert_scene(make_task(record["task_env"]), installed, dict(zip(experts.names, experts.specs)))
+    if instruction == record["instruction"]:
+        text = np.asarray(record["text_embedding"], np.float32)
+    else:
+        text = resolver.embed([instruction])[0].astype(np.float32)
+    factory = (lambda: resolver) if resolver is not None else TaskResolver
+    return Scenario(
+        title=f"router {task}",
+        task=scene,
+        controller=RouterController(router, params, text, experts, task, factory),
+        reference=None,
+        keypoint_errors=None,
+        routed=True,
+    )
