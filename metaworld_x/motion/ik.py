@@ -239,7 +239,8 @@ class PoseSolver:
                 continue
             offset, axes = self._sole_in_ankle[side]
             rotation = targets.foot_rot[side]
-            self.sole_pins[side].set_target(targets.positions[f"{side}_ankle"] + rotation @ offset, rotation @ axes[:, 0])
+            sole = targets.positions[f"{side}_ankle"] + rotation @ offset
+            self.sole_pins[side].set_target(sole, rotation @ axes[:, 0])
             pins.append(self.sole_pins[side])
         return pins
 

@@ -2,7 +2,9 @@
 
 A clip is a few key poses, each the pelvis pose plus where the hands and the
 soles should be, at given times. Between keys every target moves on a
-minimum-jerk curve (zero velocity and acceleration at each key), and the
+minimum-jerk curve (zero velocity and acceleration at each key), or, for a
+clip that walks (`KeyframeClip.smooth`), on a shape-preserving cubic through
+the keys (PCHIP) so the body does not stop at each one. The
 whole clip goes through the same IK, floor and contact stages as retargeted
 mocap (`retarget.solve_clip`), so both kinds of clip look alike to the
 environments. Clips made here are marked `source: keyframed`; they are the
@@ -26,6 +28,8 @@ from metaworld_x.motion.keypoints import CANONICAL_KEYPOINTS
 from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, solve_clip
 from metaworld_x.motion.scaling import KEYPOINT_NAMES, SIDES, RobotProportions, ScaledTargets
 from metaworld_x.robot.constants import HOME_ROOT_HEIGHT
+from metaworld_x.scene.compose import DEFAULT_PLACES
+from metaworld_x.scene.props import DOOR_WIDTH
 
 Vec = tuple[float, float, float]
 
@@ -62,6 +66,10 @@ class KeyframeClip:
     notes: str = ""
     hold: float = 0.5
     """Seconds the last pose is held."""
+    smooth: bool = False
+    """Pass through the inner keys without stopping (PCHIP: continuous velocity, no overshoot, so a
+    foot held still between two keys stays still and a lifted foot peaks at its key), as a walk needs;
+    False: rest at every key (minimum jerk), as a sequence of separate moves does."""
 
 
 def home_points(model: mujoco.MjModel) -> dict[str, np.ndarray]:
@@ -106,7 +114,14 @@ def key_tracks(clip: KeyframeClip, home: dict[str, np.ndarray], fps: float) -> d
             last[name] = last[name] if given is None else np.array(given, dtype=float)
             values[name].append(last[name])
     times = np.array([key.time for key in keys])
+    if np.any(np.diff(times) <= 0.0):
+        raise UserError(f"keyframed clip {clip.skill!r}: two keys share a time; key times must differ")
     frames = np.arange(int(round((times[-1] + clip.hold) * fps)) + 1) / fps
+    if clip.smooth and len(times) > 1:
+        from scipy.interpolate import PchipInterpolator
+
+        held = np.minimum(frames, times[-1])
+        return {name: PchipInterpolator(times, np.array(v), axis=0)(held) for name, v in values.items()}
     index = np.clip(np.searchsorted(times, frames, side="right") - 1, 0, len(times) - 1)
     following = np.minimum(index + 1, len(times) - 1)
     span = np.maximum(times[following] - times[index], 1e-9)
@@ -175,6 +190,92 @@ def _pose(time: float, pelvis: Vec, rpy: Vec = (0.0, 0.0, 0.0), **points: Vec) -
 
 STAND_PELVIS: Vec = (0.0, 0.0, 0.98)
 
+
+# The door scene as `metaworld_x.scene` builds it (props.add_door): the door
+# plane across x at DEFAULT_PLACES["door"], the hinge on the +y post, the
+# handle 0.1 m in from the free edge, 1 m high. The clip opens the door away
+# from the robot, as the door task asks (push it open, walk through).
+_DOOR_X = DEFAULT_PLACES["door"][0]
+_HINGE = np.array([_DOOR_X, DOOR_WIDTH / 2])
+_HANDLE_RADIUS = DOOR_WIDTH - 0.1
+_HANDLE_HEIGHT = 1.0
+# Hand site to the panel's mid-plane: half the panel, the paddle and a margin.
+_PALM_CLEARANCE = 0.08
+_KEY_STEP = 0.25  # s between the door clip's keys; each footstep takes two
+_LIFT = 0.08  # m, a swinging sole's height at mid-step
+_SWAY = 0.03  # m, the pelvis's shift over the stance foot at mid-step
+# The home pose's soles and hands relative to the pelvis's ground point and
+# the pelvis (`home_points`, rounded; a test holds them to it).
+HOME_SOLE = (0.018, 0.203)
+HOME_HAND = (0.299, 0.214, 0.095)
+
+
+def on_panel(angle: float, radius: float, height: float) -> np.ndarray:
+    """[3] a hand on the door's near face, `radius` m from the hinge, with the door open `angle` rad towards +x."""
+    along = np.array([np.sin(angle), -np.cos(angle)])
+    near = np.array([-np.cos(angle), -np.sin(angle)])  # the face's normal towards the robot's side
+    x, y = _HINGE + radius * along + _PALM_CLEARANCE * near
+    return np.array([x, y, height])
+
+
+def _schedule(points: tuple[tuple[float, float], ...], time: float) -> float:
+    """Piecewise-linear value of (time, value) points at `time`, held beyond the ends."""
+    times, values = zip(*points)
+    return float(np.interp(time, times, values))
+
+
+def _blend(time: float, start: float, stop: float) -> float:
+    """0 before `start`, 1 after `stop`, minimum jerk between."""
+    return float(minimum_jerk(np.array((time - start) / (stop - start))))
+
+
+def door_keys() -> tuple[KeyPose, ...]:
+    """Key poses of the door clip, one every _KEY_STEP s: walk up, open with the right hand, left hand on, walk through.
+
+    Every key is sampled from the schedules below, and `smooth` interpolation
+    joins them. Footsteps last two key steps: lift, mid-step (sole raised,
+    pelvis over the stance foot), land.
+    """
+    mirror = {"left": np.array([1.0, 1.0, 1.0]), "right": np.array([1.0, -1.0, 1.0])}
+    home = {side: np.array(HOME_HAND) * sign for side, sign in mirror.items()}  # hand - pelvis
+    steps = (  # (side, lift time, landing sole x); the soles start in the home pose
+        ("right", 0.5, 0.33), ("left", 1.0, 0.66), ("right", 1.5, 0.98), ("left", 2.0, 0.98),
+        ("right", 3.25, 1.30), ("left", 4.0, 1.62), ("right", 4.75, 1.95), ("left", 5.25, 2.28),
+        ("right", 5.75, 2.61), ("left", 6.25, 2.94), ("right", 6.75, 2.94),
+    )
+    door_angle = ((3.0, 0.0), (4.25, 0.7), (5.5, 1.3))
+    pitch = ((0.0, 0.0), (0.5, 0.05), (2.25, 0.05), (2.75, 0.2), (4.5, 0.2), (5.25, 0.05), (6.75, 0.05), (7.25, 0.0))
+    height = ((0.0, 0.98), (0.5, 0.96), (6.75, 0.96), (7.25, 0.98))
+    duration = steps[-1][1] + 2 * _KEY_STEP
+    keys = []
+    for time in np.arange(0.0, duration + 1e-9, _KEY_STEP):
+        feet = {side: np.array([HOME_SOLE[0], HOME_SOLE[1], 0.0]) * sign for side, sign in mirror.items()}
+        sway = 0.0
+        for side, lift, x in steps:
+            if time >= lift + 2 * _KEY_STEP:
+                feet[side][0] = x
+            elif time > lift:  # mid-step
+                feet[side] = np.array([0.5 * (feet[side][0] + x), feet[side][1], _LIFT])
+                sway = -_SWAY * np.sign(feet[side][1])
+        pelvis = np.array([0.5 * (feet["left"][0] + feet["right"][0]) - HOME_SOLE[0], sway, _schedule(height, time)])
+        hands = {side: pelvis + offset for side, offset in home.items()}
+        angle = _schedule(door_angle, time)
+        # Right hand: to the handle, then along the opening panel towards the hinge, then back.
+        handle = on_panel(angle, _schedule(((3.0, _HANDLE_RADIUS), (4.25, 0.6)), time),
+                          _schedule(((3.0, _HANDLE_HEIGHT), (4.25, 1.2)), time))
+        on = _blend(time, 1.75, 2.75) * (1.0 - _blend(time, 4.25, 5.0))
+        hands["right"] = (1.0 - on) * hands["right"] + on * handle
+        # Left hand: takes over on the panel nearer the hinge while the body passes the doorway.
+        on = _blend(time, 3.75, 4.25) * (1.0 - _blend(time, 5.5, 6.25))
+        hands["left"] = (1.0 - on) * hands["left"] + on * on_panel(angle, 0.45, 1.25)
+        point = lambda v: tuple(float(c) for c in v)
+        keys.append(_pose(
+            float(time), point(pelvis), (0.0, _schedule(pitch, time), 0.0),
+            left_hand=point(hands["left"]), right_hand=point(hands["right"]),
+            left_foot=point(feet["left"]), right_foot=point(feet["right"]),
+        ))
+    return tuple(keys)
+
 # The shipped keyframed clips. Hands are hand sites (end of the forearm),
 # feet sole centres. Numbers are in the scenes' frame (metaworld_x.scene).
 KEYFRAMED: dict[str, KeyframeClip] = {
@@ -213,15 +314,12 @@ KEYFRAMED: dict[str, KeyframeClip] = {
     "door": KeyframeClip(
         skill="door",
         notes=(
-            "standing 1 m before the door plane: right hand to the handle (1.0 m high, 0.4 m to the right), "
-            "push it open along the hinge's arc, the left hand follows on the panel"
+            "walk 1 m up to the door (door scene, plane at x = 1.5), right hand to the handle, push the door "
+            "open away from the robot (hinge on the left post), the left hand takes over on the panel while "
+            "stepping through the doorway, walk on past the door_through site (x = 2.7) and stop"
         ),
-        hold=0.5,
-        keys=(
-            _pose(0.0, STAND_PELVIS),
-            _pose(1.0, (0.02, 0.0, 0.96), (0.0, 0.1, -0.1), right_hand=(0.45, -0.38, 1.0)),
-            _pose(2.0, (0.08, 0.0, 0.94), (0.0, 0.25, -0.15), right_hand=(0.66, -0.35, 1.0), left_hand=(0.3, 0.2, 0.95)),
-            _pose(3.0, (0.12, 0.0, 0.94), (0.0, 0.3, 0.0), right_hand=(0.7, -0.3, 0.95), left_hand=(0.68, 0.05, 1.05)),
-        ),
+        hold=0.75,
+        smooth=True,
+        keys=door_keys(),
     ),
 }
