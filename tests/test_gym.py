@@ -1,5 +1,6 @@
 """The gymnasium ids: registration on import, check_env, pickling, vector envs."""
 
+import json
 import pickle
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from gymnasium.utils.env_checker import check_env
 
 import metaworld_x  # noqa: F401  (registers the ids)
 from metaworld_x.envs.registration import IDS
+from metaworld_x.envs.tracking_registration import TRACKING_ENVIRONMENTS, TRACKING_IDS
+from metaworld_x.paths import EXPERTS_DIR, PROJECT_DIR
 
 # gymnasium advises finite observation bounds; ours, like its MuJoCo envs', are unbounded
 pytestmark = pytest.mark.filterwarnings("ignore:.*observation space (minimum|maximum) value is")
@@ -26,7 +29,7 @@ def test_import_registers_ids_without_heavy_imports():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     seconds, heavy, count = float(out[0]), out[1], int(out[-1])
     assert heavy == "[]", f"import metaworld_x pulled in {out[1:-1]}"
-    assert count == len(IDS) == 10
+    assert count == len(IDS) + len(TRACKING_IDS) == 20
     assert seconds < 1.0
 
 
@@ -94,3 +97,34 @@ def test_make_vec_uses_one_batch_and_resets_done_worlds_in_the_same_step():
     terms = sum(v for k, v in info.items() if k.startswith("reward/"))
     np.testing.assert_allclose(reward, terms, atol=1e-5)
     envs.close()
+
+
+# ---- the experts' tracking ids: what a shipped expert acts on -----------------------------
+
+
+def test_tracking_ids_cover_every_expert_and_name_its_robot_variant():
+    from metaworld_x.envs.tracking_gym import tracking_task
+    from metaworld_x.expert_specs import EXPERTS
+
+    assert sorted(skill for _, skill in TRACKING_ENVIRONMENTS) == sorted(EXPERTS)
+    for env_id, skill in TRACKING_ENVIRONMENTS:
+        variant = tracking_task(skill).variant
+        assert env_id.startswith("MetaWorldX/H1Hands-" if variant == "h1_hands" else "MetaWorldX/H1-"), (env_id, variant)
+
+
+@pytest.mark.skipif(not (EXPERTS_DIR / "walk" / "policy.json").is_file(), reason="needs the shipped walk expert")
+def test_readme_gymnasium_example_drives_the_walk_expert(monkeypatch, capsys):
+    """The README's gymnasium example, run as written: a whole episode of the walk expert, then a vector env."""
+    import re
+
+    text = (PROJECT_DIR / "README.md").read_text()
+    block = next(b for b in re.findall(r"^```python\n(.*?)^```", text, flags=re.M | re.S) if "load_policy" in b)
+    monkeypatch.chdir(PROJECT_DIR)  # the example loads experts/walk relative to the checkout
+    exec(compile(block, "README.md (gymnasium example)", "exec"), {"__name__": "readme_example"})
+    out = capsys.readouterr().out
+    assert "success True, ended by time_limit" in out, out
+    policy = json.loads((EXPERTS_DIR / "walk" / "policy.json").read_text())
+    assert f"vector env: (8, {policy['observation_size']})" in out, out
+    env = gym.make("MetaWorldX/H1-WalkTracking-v0")  # compiled above already: cheap
+    check_env(env.unwrapped)
+    assert env.action_space.shape == (policy["action_size"],)

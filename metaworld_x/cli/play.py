@@ -19,8 +19,8 @@ class Play:
     printed as `success: true|false` and `return: <float>`.
     """
 
-    instruction: tyro.conf.Positional[str] = "walk forward"
-    """What the robot should do, in plain language (the router maps it to a task)."""
+    instruction: tyro.conf.Positional[str] = ""
+    """What the robot should do, in plain language (the router maps it to a task); optional with --expert."""
     expert: str | None = None
     """Play this one expert in its own tracking scene instead of the router (e.g. walk)."""
     motion: str | None = None
@@ -60,6 +60,9 @@ class Play:
         """Refuse impossible settings before anything heavy is imported."""
         from metaworld_x.play.video import check_video_path
 
+        if self.expert is None and not self.instruction.strip():
+            raise UserError('say what to do, e.g. metaworld-x play "walk to the box, pick it up and carry it to the table",'
+                            " or play one expert: metaworld-x play --expert walk")
         if self.steps is not None and self.steps < 1:
             raise UserError(f"--steps must be at least 1, got {self.steps}")
         if self.width < 16 or self.height < 16:

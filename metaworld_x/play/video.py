@@ -9,8 +9,9 @@ import numpy as np
 from metaworld_x.errors import UserError
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
-# GIFs are for READMEs and chats: smaller frames keep them a few MB
-GIF_MAX_WIDTH = 480
+# GIFs are for READMEs and chats: smaller and fewer frames keep them a few MB
+GIF_MAX_WIDTH = 400
+GIF_MAX_FPS = 12.5
 
 
 def check_video_path(path: Path, suffix: str, option: str) -> Path:
@@ -77,6 +78,8 @@ def write_gif(frames: list[np.ndarray], path: Path, fps: float) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    every = max(1, round(fps / GIF_MAX_FPS))
+    frames, fps = frames[::every], fps / every
     height, width = frames[0].shape[:2]
     if width > GIF_MAX_WIDTH:
         size = (GIF_MAX_WIDTH, round(height * GIF_MAX_WIDTH / width))

@@ -1,0 +1,127 @@
+"""Every command in the README's fenced blocks is run by a test, or excluded here with the reason.
+
+Three checks:
+- each command matches one rule of HOW_TESTED: run here, run by another
+  test (named), or not run (why); a new README command fails the first test
+  until someone says how it is tested;
+- every `metaworld-x` command parses with the real command line (stale
+  options fail here even where running the command is too slow for a test);
+- the set-up command's `play` runs in a subprocess without a display: the
+  one line saying it runs headless, a video whose frames differ, the plot,
+  the outcome lines, exit 0. Only the length and size of the episode are cut
+  (flags appended), to keep it to seconds.
+"""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from metaworld_x.paths import EXPERTS_DIR, PROJECT_DIR
+
+README = PROJECT_DIR / "README.md"
+SETUP_PLAY = "metaworld-x play --expert walk --motion walk"
+CHEAPER = ("--steps", "30", "--width", "160", "--height", "96", "--no-shadows")
+
+# (command prefix, how it is tested); the first matching prefix wins
+HOW_TESTED = (
+    ("pip install", "not run: installs packages (network)"),
+    ("python -m pytest", "not run: it is the test suite"),
+    (SETUP_PLAY, "run here: test_setup_play_command_runs_headless_and_records_a_varied_video"),
+    ("metaworld-x play --expert walk --steps 150 --gif", "parsed here; the same path runs in the set-up test"),
+    ('metaworld-x play "walk to the box', "parsed here; needs a trained router/fetch (about 20 min of `train router`); "
+     "its missing-router message: tests/test_play.py::test_missing_router_names_the_command_that_trains_it; "
+     "the router path itself: tests/test_play.py::test_router_path_mixes_the_experts_and_plots_their_weights"),
+    ("metaworld-x train expert stand --total-env-steps 200000", "parsed here; minutes of training: the trainer's short runs are "
+     "tests/test_expert_training.py and tests/test_ppo.py"),
+    ("metaworld-x eval expert stand --expert-dir runs/tour/stand", "parsed here; needs the tour's trained expert; evaluation: "
+     "tests/test_expert_training.py::test_every_shipped_expert_meets_its_recorded_metrics"),
+    ("metaworld-x play --expert stand --experts-dir runs/tour", "parsed here; needs the tour's trained expert"),
+    ("metaworld-x motion list --report", "run by tests/test_retarget.py::test_cli_list_report_shows_every_clip"),
+    ("metaworld-x motion retarget FILE.bvh", "parsed here; FILE.bvh stands for the user's file; retargeting: tests/test_retarget.py"),
+    ("metaworld-x motion show walk", "parsed here; rendering a clip: tests/test_retarget.py (motion show --video on a short clip)"),
+    ("metaworld-x train expert walk", "parsed here; 29 minutes of training"),
+    ("metaworld-x eval expert walk", "parsed here; evaluating each shipped expert: "
+     "tests/test_expert_training.py::test_every_shipped_expert_meets_its_recorded_metrics"),
+    ("metaworld-x train router", "parsed here; about 20 minutes: tests/test_router_pipeline.py runs a short one"),
+    ("metaworld-x eval router", "parsed here; run by tests/test_router_pipeline.py"),
+    ("python:gymnasium-tour", "run by tests/test_gym.py::test_readme_gymnasium_example_drives_the_walk_expert"),
+    ("python:gymnasium-environments", "covered by tests/test_gym.py (make with rgb_array, reset, step, make_vec)"),
+)
+
+
+def fenced_blocks(language: str) -> list[str]:
+    """The bodies of the README's ```language blocks, in order."""
+    return re.findall(rf"^```{language}\n(.*?)^```", README.read_text(), flags=re.M | re.S)
+
+
+def shell_commands() -> list[str]:
+    """Every command of the ```bash blocks: comments dropped, `a && b` split."""
+    commands = []
+    for block in fenced_blocks("bash"):
+        for line in block.splitlines():
+            line = re.sub(r"\s+#.*$", "", line).strip()  # a trailing comment (no README command quotes a '#')
+            if line and not line.startswith("#"):
+                commands += [part.strip() for part in line.split("&&")]
+    return commands
+
+
+def python_blocks() -> dict[str, str]:
+    """The ```python blocks, named by what they show."""
+    named = {}
+    for block in fenced_blocks("python"):
+        name = "python:gymnasium-tour" if "load_policy" in block else "python:gymnasium-environments" if "gymnasium" in block else None
+        assert name is not None, f"name this README python block in tests/test_readme.py:\n{block}"
+        named[name] = block
+    return named
+
+
+def how_tested(command: str) -> str | None:
+    return next((how for prefix, how in HOW_TESTED if command.startswith(prefix)), None)
+
+
+def test_every_readme_command_is_run_or_excluded_with_a_reason():
+    commands = shell_commands() + list(python_blocks())
+    assert SETUP_PLAY in commands, "the set-up play command changed; update SETUP_PLAY"
+    unclassified = [c for c in commands if how_tested(c) is None]
+    assert not unclassified, f"README commands no test accounts for; add them to HOW_TESTED: {unclassified}"
+
+
+def test_every_metaworld_x_command_in_the_readme_parses():
+    import tyro
+
+    from metaworld_x.cli import Command
+
+    for command in shell_commands():
+        if not command.startswith("metaworld-x "):
+            continue
+        try:
+            # the same tyro call as metaworld_x.cli.main, without running the command
+            tyro.cli(Command, args=shlex.split(command)[1:], prog="metaworld-x",
+                     config=(tyro.conf.OmitSubcommandPrefixes, tyro.conf.OmitArgPrefixes))
+        except SystemExit as exit:
+            pytest.fail(f"README command does not parse (exit {exit.code}): {command}")
+
+
+@pytest.mark.skipif(not (EXPERTS_DIR / "walk" / "policy.json").is_file(), reason="needs the shipped walk expert")
+def test_setup_play_command_runs_headless_and_records_a_varied_video(tmp_path):
+    import imageio.v3 as iio
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL")}
+    args = shlex.split(SETUP_PLAY)[1:] + list(CHEAPER)
+    result = subprocess.run([sys.executable, "-m", "metaworld_x.cli", *args], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    headless = [line for line in lines if "headless" in line]
+    assert len(headless) == 1 and "no display" in headless[0] and "play.mp4" in headless[0], result.stdout
+    assert "success: true" in lines or "success: false" in lines
+    assert re.search(r"^return: -?\d+\.\d+$", result.stdout, flags=re.M), result.stdout
+    frames = iio.imread(tmp_path / "play.mp4")
+    assert frames.shape[0] >= 10 and frames.shape[1:] == (96, 160, 3)
+    assert np.abs(frames[1:].astype(int) - frames[:-1].astype(int)).max(axis=(1, 2, 3)).min() > 0, "two frames in a row are identical"
+    assert (tmp_path / "play_tracking_error.png").stat().st_size > 0
