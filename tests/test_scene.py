@@ -89,3 +89,17 @@ def test_unknown_scene_or_prop_is_a_user_error():
         build_scene("kitchen")
     with pytest.raises(UserError, match="unknown prop"):
         build_scene(("box", "sofa"))
+
+
+def test_door_opens_away_from_the_robot():
+    """The robot stands at -x; a positive hinge angle must move the handle along +x, so pushing opens it."""
+    model = build_model("door")
+    data = mujoco.MjData(model)
+    hinge = model.jnt_qposadr[model.joint("door_hinge").id]
+    mujoco.mj_kinematics(model, data)
+    closed = data.site("door_handle").xpos.copy()
+    data.qpos[hinge] = 0.5
+    mujoco.mj_kinematics(model, data)
+    opened = data.site("door_handle").xpos
+    assert opened[0] - closed[0] > 0.3, (closed, opened)
+    assert model.jnt_range[model.joint("door_hinge").id][0] == 0.0  # it cannot swing towards the robot

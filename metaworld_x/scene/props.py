@@ -89,7 +89,7 @@ def add_door(spec: mujoco.MjSpec, pos) -> None:
     frame.add_site(name="door_through", pos=(1.2, 0, 0), size=(0.02, 0.02, 0.02))
     panel = frame.add_body(name="door", pos=(0, half_w, 0))
     panel.add_joint(
-        name="door_hinge", type=mujoco.mjtJoint.mjJNT_HINGE, axis=(0, 0, -1),
+        name="door_hinge", type=mujoco.mjtJoint.mjJNT_HINGE, axis=(0, 0, 1),
         range=(0.0, 1.9), damping=2.0, frictionloss=0.5,
     )
     panel.add_geom(
