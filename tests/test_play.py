@@ -98,15 +98,78 @@ def _untrained_router(root, task: str = "stand", instruction: str = "stand still
     return experts_dir, root / "router"
 
 
-@pytest.mark.skipif(not (EXPERTS_DIR / "walk" / "policy.json").is_file(), reason="needs the shipped walk expert")
-def test_router_path_mixes_the_experts_and_plots_their_weights(capsys, tmp_path):
-    experts_dir, router_dir = _untrained_router(tmp_path)
+@pytest.fixture(scope="module")
+def untrained_router(tmp_path_factory):
+    if not (EXPERTS_DIR / "walk" / "policy.json").is_file():
+        pytest.skip("needs the shipped walk expert")
+    return _untrained_router(tmp_path_factory.mktemp("router"))
+
+
+def test_router_path_mixes_the_experts_and_plots_their_weights(capsys, tmp_path, untrained_router):
+    experts_dir, router_dir = untrained_router
     video = tmp_path / "router.mp4"
     code, out, err = _play(capsys, "stand still", "--experts-dir", str(experts_dir), "--router-dir", str(router_dir),
                            "--steps", "6", "--video", str(video), "--width", "96", "--height", "64", "--no-shadows")
     assert code == 0, err
     assert "playing router stand" in out and "success: false" in out and "return: " in out
     assert video.stat().st_size > 0 and (tmp_path / "router_weights.png").stat().st_size > 0
+
+
+class FakeViewer:
+    """Stands in for mujoco.viewer's Handle (no window here); presses `keys[i]` at the i-th sync."""
+
+    def __init__(self, model, data, key_callback, keys: dict):
+        self.user_scn = mujoco.MjvScene(model, maxgeom=100)
+        self.viewport = mujoco.MjrRect(0, 0, 800, 600)
+        self.key_callback, self.keys, self.syncs, self.images, self.texts = key_callback, keys, 0, [], []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def is_running(self):
+        return self.syncs < 40
+
+    def lock(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def sync(self):
+        self.syncs += 1
+        if self.syncs in self.keys:
+            self.key_callback(self.keys[self.syncs])
+
+    def set_images(self, item):
+        rect, image = item
+        assert image.shape[:2] == (rect.height, rect.width) and rect.left + rect.width <= self.viewport.width
+        self.images.append(image)
+
+    def set_texts(self, item):
+        self.texts.append(item[2])
+
+
+def test_viewer_loop_steps_pauses_and_toggles_the_router(monkeypatch, capsys, untrained_router):
+    import mujoco.viewer
+
+    from metaworld_x.play.episode import EpisodeRunner
+    from metaworld_x.play.scenario import router_scenario
+    from metaworld_x.play.viewer import KEY_ENTER, KEY_SPACE, run_viewer
+
+    experts_dir, router_dir = untrained_router
+    runner = EpisodeRunner(router_scenario("stand still", router_dir, experts_dir), seed=0)
+    keys = {2: KEY_ENTER, 4: KEY_SPACE, 7: KEY_SPACE}  # toggle, then pause for three frames
+    viewers = []
+    monkeypatch.setattr(mujoco.viewer, "launch_passive",
+                        lambda m, d, key_callback: viewers.append(FakeViewer(m, d, key_callback, keys)) or viewers[-1])
+    run_viewer(runner, "stand still", steps=6)
+    viewer, out = viewers[0], capsys.readouterr().out
+    assert runner.log.steps == 6 and viewer.syncs == 9  # 6 steps + 3 paused frames
+    assert "single expert: walk" in out and runner.scenario.controller.mode.endswith("alone")
+    assert set(np.unique(np.stack(runner.log.weights[2:]))) <= {0.0, 1.0}  # one expert alone after the toggle
+    assert viewer.images and any("paused" in text for text in viewer.texts)
 
 
 # ---- the pieces -------------------------------------------------------------------------

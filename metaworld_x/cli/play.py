@@ -7,8 +7,6 @@ import tyro
 
 from metaworld_x.errors import UserError
 
-DEFAULT_HEADLESS_VIDEO = Path("play.mp4")
-
 
 @dataclass(frozen=True)
 class Play:

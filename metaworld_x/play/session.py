@@ -4,6 +4,9 @@ from pathlib import Path
 
 from metaworld_x.play.scenario import Scenario
 
+DEFAULT_HEADLESS_VIDEO = Path("play.mp4")
+"""What a headless run records when neither --video nor --gif names a file."""
+
 
 def build_scenario(config) -> Scenario:
     """The expert's scenario with --expert, else the router's for the instruction."""
@@ -16,30 +19,28 @@ def build_scenario(config) -> Scenario:
     return router_scenario(config.instruction, config.router_dir or ROUTER_DIR, experts_dir)
 
 
+def _headless(reason: str) -> Path:
+    """The video a headless fallback records, announced in one line."""
+    print(f"{reason}: running headless, recording to {DEFAULT_HEADLESS_VIDEO} (choose the file with --video)")
+    return DEFAULT_HEADLESS_VIDEO
+
+
 def play(config) -> None:
     """Run `config` (a `metaworld_x.cli.play.Play`); prints the outcome lines."""
+    from metaworld_x.play.episode import EpisodeRunner
+    from metaworld_x.play.ghost import Ghost, load_reference, motion_path
     from metaworld_x.play.viewer import display_problem
-
-    from metaworld_x.play.ghost import motion_path
 
     scenario = build_scenario(config)  # missing artifacts fail here, before any simulation
     if config.motion is not None:
         motion_path(config.motion)
-    recording = config.video is not None or config.gif is not None
-    problem = None if (recording or config.headless) else display_problem()
     video = config.video
-    if problem is not None:
-        from metaworld_x.cli.play import DEFAULT_HEADLESS_VIDEO
-
-        video = DEFAULT_HEADLESS_VIDEO
-        print(f"{problem}: running headless, recording to {video} (choose the file with --video)")
-    elif config.headless and not recording:
-        from metaworld_x.cli.play import DEFAULT_HEADLESS_VIDEO
-
-        video = DEFAULT_HEADLESS_VIDEO
-
-    from metaworld_x.play.episode import EpisodeRunner
-    from metaworld_x.play.ghost import Ghost, load_reference
+    if video is None and config.gif is None:
+        problem = display_problem()
+        if config.headless:
+            video = DEFAULT_HEADLESS_VIDEO
+        elif problem is not None:
+            video = _headless(problem)
 
     runner = EpisodeRunner(scenario, seed=config.seed)
     ghost = None
@@ -49,18 +50,20 @@ def play(config) -> None:
           f"{runner.episode_length} steps per episode at {1 / runner.control_dt:g} Hz")
 
     if video is None and config.gif is None:
-        from metaworld_x.play.viewer import run_viewer
+        from metaworld_x.play.viewer import ViewerUnavailable, run_viewer
 
-        run_viewer(runner, config.instruction, ghost, config.steps)
-        return
+        try:
+            run_viewer(runner, config.instruction, ghost, config.steps)
+            return
+        except ViewerUnavailable as error:
+            video = _headless(f"no viewer window ({error})")
 
     from metaworld_x.play.headless import RecordOptions, outcome_lines, record_episode
 
-    stem = (video or config.gif)
     options = RecordOptions(
         steps=config.steps or runner.episode_length,
         video=video, gif=config.gif,
-        plots=Path(stem).with_suffix("") if config.plots else None,
+        plots=Path(video or config.gif).with_suffix("") if config.plots else None,
         width=config.width, height=config.height, shadows=config.shadows,
         instruction=config.instruction,
     )

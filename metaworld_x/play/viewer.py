@@ -41,6 +41,10 @@ def display_problem() -> str | None:
     return None
 
 
+class ViewerUnavailable(RuntimeError):
+    """The passive viewer could not open (no GLFW window, or macOS without `mjpython`)."""
+
+
 @dataclass
 class Controls:
     """What the keys asked for; set on the viewer's thread, read by the loop."""
@@ -74,9 +78,13 @@ def run_viewer(runner: EpisodeRunner, instruction: str, ghost: Ghost | None = No
     controls = Controls()
     prompt = InstructionPrompt().start()
     controller = runner.scenario.controller
+    try:
+        handle = mujoco.viewer.launch_passive(runner.model, runner.data, key_callback=controls.on_key)
+    except Exception as error:  # GLFW without a usable display, or macOS outside mjpython
+        raise ViewerUnavailable(f"{type(error).__name__}: {error}") from None
     print(KEY_HELP)
     played = 0
-    with mujoco.viewer.launch_passive(runner.model, runner.data, key_callback=controls.on_key) as viewer:
+    with handle as viewer:
         while viewer.is_running() and (steps is None or played < steps):
             started = time.perf_counter()
             if controls.reset:
