@@ -60,6 +60,7 @@ def test_router_needing_an_expert_that_is_not_installed_names_the_expert_command
 @pytest.mark.parametrize(
     "args,expected",
     [
+        ((), "say what to do"),
         (("--expert", "dance"), "unknown expert 'dance'"),
         (("--expert", "walk", "--video", "out.avi"), "--video out.avi must end in .mp4"),
         (("--expert", "walk", "--gif", "out.mp4"), "--gif out.mp4 must end in .gif"),

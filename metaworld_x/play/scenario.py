@@ -96,10 +96,17 @@ class ExpertController:
         self.skill, self.mode = skill, f"expert {skill}"
         self.expert_names = shown
         self._weights = np.asarray([float(name == skill) for name in shown])
+        self._obs_size = int(params.obs_mean.shape[0])
         self._policy = jax.jit(functools.partial(act, params))
 
     def decide(self, state) -> Decision:
-        return Decision(np.asarray(self._policy(state.obs["state"])), self._weights)
+        obs = state.obs["state"]
+        if obs.shape[-1] != self._obs_size:
+            raise UserError(
+                f"expert {self.skill!r} reads {self._obs_size} observation entries but its task now gives {obs.shape[-1]};"
+                f" its recipe changed after it was trained: retrain it with `{train_expert_command(self.skill)}`"
+            )
+        return Decision(np.asarray(self._policy(obs)), self._weights)
 
     def toggle(self) -> str:
         return f"no router in this run (single expert {self.skill!r}); play an instruction without --expert to use it"
@@ -113,12 +120,14 @@ def expert_scenario(skill: str, experts_dir: Path) -> Scenario:
     from metaworld_x.envs.expert import expert_task
     from metaworld_x.expert_specs import expert_spec
     from metaworld_x.policy import load_policy
+    from metaworld_x.routing.scene import load_expert_spec
 
-    spec = expert_spec(skill)  # unknown skill: a UserError listing the known ones
+    expert_spec(skill)  # unknown skill: a UserError listing the known ones
     directory = Path(experts_dir) / skill
     if not (directory / "policy.json").is_file():
         raise UserError(f"no trained expert {skill!r} in {directory}; train it with `{train_expert_command(skill)}`")
-    params, policy_spec = load_policy(directory)
+    params, _ = load_policy(directory)
+    spec, _ = load_expert_spec(directory)  # the recipe it was trained with (its spec.json), not today's
     # every play starts at the clip's first frame: repeatable, and in step with a ghost of the same clip
     spec = dataclasses.replace(spec, tracking={**spec.tracking, "phase_zero_fraction": 1.0})
     task = expert_task(spec)
