@@ -120,6 +120,7 @@ class FakeViewer:
     """Stands in for mujoco.viewer's Handle (no window here); presses `keys[i]` at the i-th sync."""
 
     def __init__(self, model, data, key_callback, keys: dict):
+        self.cam = mujoco.MjvCamera()
         self.user_scn = mujoco.MjvScene(model, maxgeom=100)
         self.viewport = mujoco.MjrRect(0, 0, 800, 600)
         self.key_callback, self.keys, self.syncs, self.images, self.texts = key_callback, keys, 0, [], []
@@ -164,7 +165,7 @@ def test_viewer_loop_steps_pauses_and_toggles_the_router(monkeypatch, capsys, un
     keys = {2: KEY_ENTER, 4: KEY_SPACE, 7: KEY_SPACE}  # toggle, then pause for three frames
     viewers = []
     monkeypatch.setattr(mujoco.viewer, "launch_passive",
-                        lambda m, d, key_callback: viewers.append(FakeViewer(m, d, key_callback, keys)) or viewers[-1])
+                        lambda m, d, key_callback, **ui: viewers.append(FakeViewer(m, d, key_callback, keys)) or viewers[-1])
     run_viewer(runner, "stand still", steps=6)
     viewer, out = viewers[0], capsys.readouterr().out
     assert runner.log.steps == 6 and viewer.syncs == 9  # 6 steps + 3 paused frames

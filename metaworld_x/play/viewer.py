@@ -79,12 +79,15 @@ def run_viewer(runner: EpisodeRunner, instruction: str, ghost: Ghost | None = No
     prompt = InstructionPrompt().start()
     controller = runner.scenario.controller
     try:
-        handle = mujoco.viewer.launch_passive(runner.model, runner.data, key_callback=controls.on_key)
+        # the side panels start hidden so the robot and the overlay have the window (Tab / Shift+Tab show them)
+        handle = mujoco.viewer.launch_passive(runner.model, runner.data, key_callback=controls.on_key,
+                                              show_left_ui=False, show_right_ui=False)
     except Exception as error:  # GLFW without a usable display, or macOS outside mjpython
         raise ViewerUnavailable(f"{type(error).__name__}: {error}") from None
     print(KEY_HELP)
     played = 0
     with handle as viewer:
+        _follow_robot(viewer.cam, runner.model)
         while viewer.is_running() and (steps is None or played < steps):
             started = time.perf_counter()
             if controls.reset:
@@ -112,6 +115,15 @@ def run_viewer(runner: EpisodeRunner, instruction: str, ghost: Ghost | None = No
             _overlay(viewer, runner, controls, instruction, ghost)
             viewer.sync()
             time.sleep(max(0.0, runner.control_dt / controls.speed - (time.perf_counter() - started)))
+    if runner.log.steps:  # the episode in progress when the window closed
+        print("\n".join(outcome_lines(runner)))
+
+
+def _follow_robot(camera, model) -> None:
+    """A camera that tracks the pelvis from the front left; the mouse still turns and zooms it."""
+    camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+    camera.trackbodyid = model.body("pelvis").id
+    camera.distance, camera.elevation, camera.azimuth = 4.0, -15.0, 135.0
 
 
 def _overlay(viewer, runner: EpisodeRunner, controls: Controls, instruction: str, ghost: Ghost | None) -> None:
@@ -125,5 +137,7 @@ def _overlay(viewer, runner: EpisodeRunner, controls: Controls, instruction: str
     port = viewer.viewport
     if port is None or port.width < panel.shape[1] or port.height < panel.shape[0]:
         return
-    rect = mujoco.MjrRect(port.width - panel.shape[1], port.height - panel.shape[0], panel.shape[1], panel.shape[0])
+    # top right of the 3D view, which starts right of the left panel when that is shown
+    left, bottom = port.left + port.width - panel.shape[1], port.bottom + port.height - panel.shape[0]
+    rect = mujoco.MjrRect(left, bottom, panel.shape[1], panel.shape[0])
     viewer.set_images((rect, panel))
