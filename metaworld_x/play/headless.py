@@ -29,10 +29,13 @@ class RecordOptions:
     plots: Path | None
     """Path stem for the PNG plots (<stem>_tracking_error.png, <stem>_weights.png), or None for no plots."""
     width: int
+    """Frame width in pixels."""
     height: int
+    """Frame height in pixels."""
     shadows: bool
     """Shadows and reflections: prettier, about 3x slower with software OpenGL."""
     instruction: str = ""
+    """Shown in the status strip."""
 
 
 class FrameRenderer:
@@ -40,6 +43,9 @@ class FrameRenderer:
 
     def __init__(self, runner: EpisodeRunner, width: int, height: int, shadows: bool, ghost: Ghost | None):
         self.runner, self.ghost, self.shadows = runner, ghost, shadows
+        # the off-screen buffer is sized by the model (640x480 by default); vis settings leave physics alone
+        visual = runner.model.vis.global_
+        visual.offwidth, visual.offheight = max(visual.offwidth, width), max(visual.offheight, height)
         try:
             self.renderer = mujoco.Renderer(runner.model, height, width)
         except Exception as error:  # no OpenGL platform: say how to get one
