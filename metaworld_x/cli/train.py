@@ -88,6 +88,10 @@ class TrainRouter:
     """Rounds of real router rollouts + world-model updates + imagination."""
     finetune_steps: int = 150
     """Control steps per world per fine-tune round."""
+    finetune_wm_steps: int = 500
+    """World-model gradient steps per fine-tune round."""
+    finetune_updates: int = 200
+    """Imagination updates per fine-tune round."""
     eval_episodes: int = 10
     """Seeded evaluation episodes."""
     eval_steps: int | None = None
@@ -106,7 +110,8 @@ class TrainRouter:
         return replace(
             base, task=self.task, ablations=self.ablations, num_worlds=self.num_worlds, collect_steps=self.collect_steps,
             wm_steps=self.wm_steps, imagination_updates=self.imagination_updates, finetune_rounds=self.finetune_rounds,
-            finetune_steps=self.finetune_steps, eval_episodes=self.eval_episodes, eval_steps=self.eval_steps, seed=self.seed,
+            finetune_steps=self.finetune_steps, finetune_wm_steps=self.finetune_wm_steps,
+            finetune_updates=self.finetune_updates, eval_episodes=self.eval_episodes, eval_steps=self.eval_steps, seed=self.seed,
             world_model=replace(base.world_model, fast_compile=self.fast_compile, seed=self.seed),
             router=replace(base.router, fast_compile=self.fast_compile, seed=self.seed),
         )

@@ -16,6 +16,7 @@ encoder cannot read (mostly non-Latin script), or one no task matches above
 `min_score` falls back to DEFAULT_TASK with a warning that says why.
 """
 
+import functools
 import warnings
 from dataclasses import dataclass
 
@@ -120,6 +121,14 @@ class Resolution:
     fallback_reason: str | None = None
 
 
+@functools.lru_cache(maxsize=1)
+def _packaged_encoder():
+    """One loaded all-MiniLM-L6-v2 per process (loading takes seconds)."""
+    from metaworld_x.vlm.text_prior import TextEncoderPrior
+
+    return TextEncoderPrior()
+
+
 class TaskResolver:
     """Matches instructions to the catalog with the packaged sentence encoder (loaded on first use)."""
 
@@ -132,9 +141,7 @@ class TaskResolver:
     @property
     def encoder(self):
         if self._encoder is None:
-            from metaworld_x.vlm.text_prior import TextEncoderPrior
-
-            self._encoder = TextEncoderPrior()
+            self._encoder = _packaged_encoder()
         return self._encoder
 
     def embed(self, texts: list[str]) -> np.ndarray:

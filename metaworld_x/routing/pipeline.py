@@ -61,8 +61,8 @@ class RouterTrainConfig:
     """Share of collection worlds driven by random mixtures instead of one expert."""
     segment: int = 50
     """Control steps a random mixture is held."""
-    heldout_worlds: int = 8
-    """Simulations of the held-out rollouts (other seeds) for the k-step errors."""
+    heldout_worlds: int | None = None
+    """Simulations of the held-out rollouts (other seeds) for the k-step errors; default num_worlds (one compiled shape)."""
     heldout_steps: int = 100
     """Control steps per held-out world; at least 20 for the 20-step error."""
     wm_steps: int = 3000
@@ -96,7 +96,7 @@ class RouterTrainConfig:
 
     def __post_init__(self):
         for name in ("num_worlds", "collect_steps", "heldout_worlds", "wm_steps", "batch_size", "eval_episodes"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.heldout_steps < 20:
             raise UserError(f"heldout_steps must be at least 20 for the 20-step error, got {self.heldout_steps}")
@@ -203,7 +203,7 @@ def collect_expert_data(ctx: Context, run_dir: Path):
     c, k = ctx.config, len(ctx.experts.names)
     out = {}
     for name, worlds, steps, seed in (("buffer", c.num_worlds, c.collect_steps, c.seed),
-                                       ("heldout", c.heldout_worlds, c.heldout_steps, c.seed + 1000)):
+                                       ("heldout", c.heldout_worlds or c.num_worlds, c.heldout_steps, c.seed + 1000)):
         runner = make_runner(ctx, worlds)
         data = collect(runner, one_hot_behaviour(k, worlds, c.mixed_fraction, c.segment, seed), jax.random.PRNGKey(seed), steps)
         obs_size = data["obs"].shape[-1]
@@ -415,8 +415,8 @@ def run_pipeline(config: RouterTrainConfig, experts_dir: Path, run_dir: Path, ou
     ctx = prepare_context(config, experts_dir)
     task = ctx.resolution.task
     run_dir = run_dir / task.name
-    context_record = {"task": task.name, "instruction": ctx.resolution.instruction, "experts": ctx.experts.record(),
-                      "config": dataclasses.asdict(config)}
+    context_record = json.loads(json.dumps({"task": task.name, "instruction": ctx.resolution.instruction,
+                                            "experts": ctx.experts.record(), "config": dataclasses.asdict(config)}))
     previous = _read_json(run_dir / "context.json")
     if run_dir.exists() and not resume:
         shutil.rmtree(run_dir)

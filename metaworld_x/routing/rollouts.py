@@ -7,6 +7,7 @@ next obs, done, terminated; all [T, B, ...]); `run_episodes` plays one
 episode per world and measures it.
 """
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -50,6 +51,12 @@ class SceneRunner:
         return _mix(jnp.asarray(weights, jnp.float32), expert_actions(self.params, self.expert_obs(state.obs)))
 
 
+@functools.lru_cache(maxsize=16)
+def _jitted(router, method: str):
+    """One compiled router method per architecture, however many behaviours use it."""
+    return jax.jit(getattr(router, method))
+
+
 def one_hot_behaviour(num_experts: int, num_worlds: int, mixed_fraction: float, segment: int, seed: int) -> Behaviour:
     """World b runs expert b mod K alone; the last `mixed_fraction` of worlds run Dirichlet(1) mixtures, redrawn every `segment` steps."""
     rng = np.random.default_rng(seed)
@@ -69,7 +76,7 @@ def one_hot_behaviour(num_experts: int, num_worlds: int, mixed_fraction: float, 
 def router_behaviour(router, params, text: np.ndarray, explore: float = 0.0, seed: int = 0) -> Behaviour:
     """The router's soft weights; with explore > 0, mixed with a Dirichlet(1) draw per world and step."""
     rng = np.random.default_rng(seed)
-    weights_fn = jax.jit(router.weights)
+    weights_fn = _jitted(router, "weights")
 
     def choose(obs, t, key):
         text_b = np.broadcast_to(text, (obs.shape[0], text.shape[-1]))
@@ -84,7 +91,7 @@ def router_behaviour(router, params, text: np.ndarray, explore: float = 0.0, see
 
 def sampled_behaviour(router, params, text: np.ndarray, record: list) -> Behaviour:
     """The model-free router: one expert per world and step drawn from softmax(logits); choices appended to `record`."""
-    sample = jax.jit(router.sample)
+    sample = _jitted(router, "sample")
 
     def choose(obs, t, key):
         text_b = np.broadcast_to(text, (obs.shape[0], text.shape[-1]))

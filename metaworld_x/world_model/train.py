@@ -141,7 +141,9 @@ def _compiled_chunk(model: WorldModel):
 def train_world_model(
     config: WorldModelConfig, buffer: ReplayBuffer, key: jax.Array, steps: int, params: WorldModelParams | None = None
 ) -> tuple[WorldModelParams, dict[str, list[float]]]:
-    """Train for `steps` gradient steps on windows from `buffer`; returns params and the metric history.
+    """Train for `steps` gradient steps (rounded up to a multiple of `config.log_every`) on windows from `buffer`.
+
+    Returns params and the metric history.
 
     history holds one entry per `config.log_every` steps (each the mean over
     those steps) under the names of `world_model_loss`, plus 'step'. Pass
@@ -163,7 +165,8 @@ def train_world_model(
     history: dict[str, list[float]] = {"step": []}
     done = 0
     while done < steps:
-        count = min(config.log_every, steps - done)
+        # always a full chunk: one compiled shape per architecture (steps round up to a multiple of log_every)
+        count = config.log_every
         windows = [buffer.sample(config.batch_size, config.horizon, rng) for _ in range(count)]
         batches = {k: np.stack([w[k] for w in windows]) for k in ("obs", "cond", "reward", "terminated")}
         state, metrics = chunk(state, batches)

@@ -1,0 +1,70 @@
+"""Each expert's observation inside a router episode: its own clock, its reference re-anchored to the robot."""
+
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from metaworld_x.envs.expert import expert_task, make_env
+from metaworld_x.expert_specs import expert_spec
+from metaworld_x.routing.scene import ExpertScene, expert_obs_layout
+from metaworld_x.routing.skill_observation import SkillObservation, reference_features
+
+
+@pytest.mark.parametrize("skill", ["walk", "sit"])
+def test_expert_observation_equals_the_tracking_observation_in_its_own_scene(skill):
+    """Right after a tracking reset (phase 0 or any other) the robot is on its reference, so re-anchoring is the identity."""
+    tracking = expert_task(expert_spec(skill))
+    env = make_env(tracking, 6, "cpu", nthread=1)
+    state = env.reset(jax.random.PRNGKey(3))
+    assert np.any(np.asarray(state.info["ref_time"]) == 0.0)  # some worlds start at phase 0
+    skill_obs = SkillObservation(skill, tracking, "scene")
+    scene = ExpertScene(objective=tracking.objective, skills=(skill_obs,))
+    objective_keys = tuple(tracking.objective.reset_info(jax.random.PRNGKey(0)))
+
+    def composite(view, info):
+        own = {k: info[k] for k in objective_keys}
+        scene_info = {**info, "skill_time": info["ref_time"][None], "skill_info": {skill: own}}
+        return scene.observe(view, scene_info)[f"expert/{skill}"]
+
+    ours = np.asarray(jax.vmap(composite)(state.data.view, state.info))
+    theirs = np.asarray(state.obs["state"])
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    layout = expert_obs_layout(skill, {"observation_size": theirs.shape[1]}, tracking, 3 if skill == "sit" else 1)
+    assert sum(size for _, size in layout) == theirs.shape[1]
+
+
+def _yaw_quat(angle):
+    return jnp.asarray([np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2)], jnp.float32)
+
+
+def test_reference_is_re_anchored_wherever_the_robot_stands_or_faces():
+    """Offsets in the heading frame do not change; the target orientation (a world quaternion, as in training) turns with the robot."""
+    from metaworld_x.envs.rotations import multiply
+
+    tracking = expert_task(expert_spec("walk"))
+    features = jax.jit(lambda pos, quat, t: reference_features(tracking, SimpleNamespace(root_pos=pos, root_quat=quat), t))
+    here = (jnp.asarray([0.0, 0.0, 0.98]), _yaw_quat(0.0))
+    there = (jnp.asarray([3.0, -2.0, 0.98]), _yaw_quat(2.0))
+    block = 19 + 3 + 4 + 3 * len(tracking.reference.keypoint_names)
+    quats = [2 + i * block + 22 for i in range(len(tracking.config.future_steps))]
+    for t in (0.0, 0.37, 5.0):  # 5 s: the looping walk clip several cycles on
+        a, b = np.asarray(features(*here, t)), np.asarray(features(*there, t))
+        mask = np.ones(a.size, bool)
+        for q in quats:
+            mask[q : q + 4] = False
+            np.testing.assert_allclose(np.asarray(multiply(_yaw_quat(2.0), jnp.asarray(a[q : q + 4]))), b[q : q + 4], atol=1e-5)
+        np.testing.assert_allclose(a[mask], b[mask], atol=1e-5)
+
+
+def test_an_objective_the_scene_cannot_compute_is_frozen_at_its_training_start_values():
+    tracking = expert_task(expert_spec("sit"))
+    frozen = SkillObservation("sit", tracking, "frozen", (0.1, -0.2, 0.3))
+    view = SimpleNamespace(root_pos=jnp.asarray([1.0, 2.0, 0.98]), root_quat=_yaw_quat(0.5))
+    features = np.asarray(frozen.features(view, {}, 0.4, {}))
+    np.testing.assert_allclose(features[:-3], np.asarray(reference_features(tracking, view, 0.4)))
+    np.testing.assert_allclose(features[-3:], [0.1, -0.2, 0.3])
+    assert frozen.reset_info(jax.random.PRNGKey(0)) == {}
