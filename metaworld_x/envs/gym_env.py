@@ -59,11 +59,17 @@ class MetaWorldXEnv(gym.Env):
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
 
     def __init__(self, task: str, render_mode: str | None = None, width: int = 640, height: int = 480, **settings):
+        args = dict(task=task, render_mode=render_mode, width=width, height=height, **settings)
+        self._setup(make_task(task, **settings), args)
+
+    def _setup(self, task, args: dict) -> None:
+        """Build one world of the Task `task`; `args` rebuild this env when unpickled."""
+        render_mode, width, height = args["render_mode"], args["width"], args["height"]
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
-        self._args = dict(task=task, render_mode=render_mode, width=width, height=height, **settings)
+        self._args = args
         self.render_mode, self._size = render_mode, (height, width)
-        self._env = CpuEnv(make_task(task, **settings), 1, nthread=1, auto_reset=False)
+        self._env = CpuEnv(task, 1, nthread=1, auto_reset=False)
         self._state = self._env.reset(jax.random.PRNGKey(0))
         self.observation_space, self.action_space = _spaces(self._env, self._state.obs["state"].shape[-1])
         self.metadata = {**self.metadata, "render_fps": int(round(1 / self._env.compiled.control_dt))}
@@ -150,7 +156,11 @@ class MetaWorldXVectorEnv(VectorEnv):
                  **settings):
         if max_episode_steps is not None:
             settings["episode_length"] = max_episode_steps
-        self._env = CpuEnv(make_task(task, **settings), num_envs, nthread=nthread, auto_reset=True)
+        self._setup(make_task(task, **settings), num_envs, nthread)
+
+    def _setup(self, task, num_envs: int, nthread: int | None) -> None:
+        """Build `num_envs` worlds of the Task `task` in one batch."""
+        self._env = CpuEnv(task, num_envs, nthread=nthread, auto_reset=True)
         self._state = self._env.reset(jax.random.PRNGKey(0))
         self.num_envs = num_envs
         self.single_observation_space, self.single_action_space = _spaces(

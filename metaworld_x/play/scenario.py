@@ -132,7 +132,7 @@ def expert_scenario(skill: str, experts_dir: Path) -> Scenario:
     spec = dataclasses.replace(spec, tracking={**spec.tracking, "phase_zero_fraction": 1.0})
     task = expert_task(spec)
     shown = installed_experts(experts_dir) or (skill,)
-    errors = jax.jit(jax.vmap(lambda view, info: task._relative_errors(view, task._frame(info))))
+    errors = jax.jit(jax.vmap(lambda view, info: task.keypoint_errors(view, info)))
     return Scenario(
         title=f"expert {skill}",
         task=task,

@@ -198,6 +198,10 @@ class Tracking(Task):
             view.site(n) if n in SITE_KEYPOINTS else view.body(n) for n in self.reference.keypoint_names
         ])
 
+    def keypoint_errors(self, view, info):
+        """[K] distance (m) of each keypoint (`reference.keypoint_names`) from the reference now, relative to the roots."""
+        return self._relative_errors(view, self._frame(info))
+
     def _relative_errors(self, view, ref: ReferenceFrame):
         """[K] distance of each keypoint from its reference, both taken relative to their roots."""
         robot = self._keypoints(view) - view.root_pos
@@ -241,7 +245,7 @@ class Tracking(Task):
         imitation = sum(terms[n] for n in IMITATION_TERMS) / total_scale
         task = sum((terms[n] for n in terms if n.startswith(TASK_PREFIX)), jnp.zeros((), jnp.float32))
         task = task / self.config.task_weight
-        error = jnp.mean(self._relative_errors(view, self._frame(info)))
+        error = jnp.mean(self.keypoint_errors(view, info))
         info = {**info, "task_return": info["task_return"] + task}
         return info, {"imitation/reward": imitation, "imitation/tracking_error": error, "task/reward": task}
 
