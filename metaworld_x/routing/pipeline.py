@@ -40,7 +40,8 @@ WM_DIR, ROUTER_STAGE = "world_model", "router"
 
 
 def _default_world_model() -> WorldModelConfig:
-    return WorldModelConfig(latent_size=64, hidden=(256, 256), encoder_hidden=(256,), batch_size=256, horizon=5)
+    # Sized for a 2-core CPU: a (256, 256) model with 256-window batches took over 10 minutes for 3000 steps there.
+    return WorldModelConfig(latent_size=64, hidden=(128, 128), encoder_hidden=(128,), batch_size=64, horizon=5, num_q=2)
 
 
 def _default_router() -> RouterConfig:
@@ -79,7 +80,7 @@ class RouterTrainConfig:
     """World-model gradient steps per fine-tune round."""
     finetune_updates: int = 200
     """Imagination updates per fine-tune round."""
-    batch_size: int = 256
+    batch_size: int = 128
     """Start states per router update."""
     eval_episodes: int = 10
     """Seeded evaluation episodes (one world each)."""

@@ -19,9 +19,11 @@ from metaworld_x.envs.observations import proprioception
 from metaworld_x.envs.task import Task
 from metaworld_x.envs.tasks.tracking import SITE_KEYPOINTS
 from metaworld_x.errors import UserError
+from metaworld_x.robot import JOINT_NAMES
 from metaworld_x.routing.skill_observation import (
     SkillObservation,
     check_layout,
+    closest_clip_time,
     objects_present,
     tracking_obs_layout,
 )
@@ -117,7 +119,7 @@ class ExpertScene(Task):
     def reset_info(self, rng):
         keys = jax.random.split(rng, len(self.skills) + 1)
         info = dict(self.objective.reset_info(keys[0]))
-        info["skill_time"] = jnp.zeros(len(self.skills), jnp.float32)
+        info["skill_time"] = jnp.asarray([s.start_time for s in self.skills], jnp.float32)
         info["skill_info"] = {s.name: s.reset_info(k) for s, k in zip(self.skills, keys[1:])}
         return info
 
@@ -184,12 +186,18 @@ def _training_start_features(tracking, size: int) -> tuple[float, ...]:
     return tuple(float(x) for x in jax.device_get(state.obs["state"][0, -size:]))
 
 
-def build_expert_scene(task: Task, expert_dirs: dict[str, Path], policy_specs: dict[str, dict]) -> tuple[ExpertScene, dict]:
-    """The ExpertScene of `task` for the experts in `expert_dirs` ({name: folder}), and a record of how each is observed."""
+def build_expert_scene(
+    task: Task, expert_dirs: dict[str, Path], policy_specs: dict[str, dict], start_at_closest_pose: bool = True,
+) -> tuple[ExpertScene, dict]:
+    """The ExpertScene of `task` for the experts in `expert_dirs` ({name: folder}), and a record of how each is observed.
+
+    With start_at_closest_pose each expert's clock starts at the frame of its clip closest to the scene's
+    home pose, so the reference it first sees is one it can reach from where the robot stands."""
     from metaworld_x.envs.expert import expert_task
 
     scales, skills, record = {}, [], {}
-    model = None
+    model = task.build_model()
+    home = model.key_qpos[0][7 : 7 + len(JOINT_NAMES)]  # the scene's starting pose, before reset noise
     for name, directory in expert_dirs.items():
         spec, scale = load_expert_spec(directory)
         tracking = expert_task(spec)
@@ -198,15 +206,14 @@ def build_expert_scene(task: Task, expert_dirs: dict[str, Path], policy_specs: d
         layout = expert_obs_layout(name, policy_specs[name], tracking, size)
         source, frozen = "none", ()
         if size:
-            if model is None:
-                model = task.build_model()
             if objects_present(model, tracking.objective):
                 source = "scene"
             else:
                 source, frozen = "frozen", _training_start_features(tracking, size)
-        skills.append(SkillObservation(name, tracking, source, frozen))
-        record[name] = {"obs_layout": layout, "objective_source": source, "clip": spec.clips[0],
-                        "reference": "re-anchored to the robot's root and heading; own clock from 0"}
+        start = closest_clip_time(tracking, home) if start_at_closest_pose else 0.0
+        skills.append(SkillObservation(name, tracking, source, frozen, start_time=start))
+        record[name] = {"obs_layout": layout, "objective_source": source, "clip": spec.clips[0], "start_time": start,
+                        "reference": "re-anchored to the robot's root and heading; own clock from start_time"}
     if len(set(scales.values())) > 1:
         raise UserError(f"experts map actions to servo targets differently ({scales}); their actions cannot be mixed")
     task = replace(task, config=replace(task.config, action_scale=next(iter(scales.values()))))

@@ -102,6 +102,8 @@ class SkillObservation:
     """The objective's features at the start of a training episode, when objective_source is 'frozen'."""
     clip: int = 0
     """Which of the expert's clips drives its reference (multi-clip experts: the first)."""
+    start_time: float = 0.0
+    """The clock at the start of an episode: the clip time whose pose is closest to the scene's starting pose."""
 
     @property
     def objective(self):
@@ -119,6 +121,16 @@ class SkillObservation:
         elif self.objective_source == "frozen":
             parts.append(jnp.asarray(self.frozen_objective, jnp.float32))
         return jnp.concatenate(parts)
+
+
+def closest_clip_time(tracking, joint_pos, clip: int = 0) -> float:
+    """The time (s) of the clip frame whose joint angles are closest to `joint_pos` [19] (e.g. the home pose)."""
+    import numpy as np
+
+    ref = tracking.reference
+    frames = np.asarray(ref.joint_pos[clip, : int(ref.num_frames[clip])])
+    best = int(np.argmin(np.sum((frames - np.asarray(joint_pos)) ** 2, axis=-1)))
+    return best / ref.fps
 
 
 def objects_present(model, task) -> bool:
