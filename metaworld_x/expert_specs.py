@@ -68,7 +68,7 @@ EXPERTS: dict[str, ExpertSpec] = {
                    ppo=_ppo(6_000_000, budget=0.06)),
         ExpertSpec("run", "run forward fast", ("run",), "run", ppo=_ppo(15_000_000, budget=0.08)),
         ExpertSpec("sit", "sit down on the chair behind and stay seated", ("sit",), "sit",
-                   ppo=_ppo(8_000_000, budget=0.06)),
+                   ppo=_ppo(6_000_000, budget=0.06)),
         ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl",), "crawl",
                    tracking={"face_forward": True}, ppo=_ppo(15_000_000, budget=0.08)),
         ExpertSpec("reach_one_hand", "reach out and touch a target with the right hand", ("reach_one_hand",), "reach",
