@@ -21,6 +21,9 @@ from metaworld_x.training.constraint import ConstraintConfig
 # episodes after 1.5M steps lasted 36 steps with this scale against 26 with the full one.
 EXPERT_ACTION_SCALE = 0.5
 
+# Mean keypoint tracking error (m) every expert must stay within while following its clip.
+TRACKING_ERROR_GOAL = 0.06
+
 
 @dataclass(frozen=True)
 class ExpertSpec:
@@ -42,6 +45,21 @@ class ExpertSpec:
     """Overrides of the objective task's config."""
     ppo: PPOConfig = field(default_factory=PPOConfig)
     """PPO settings, including the constraint (mode, budget ε) and the step budget."""
+    success_goal: int = 10
+    """Successes out of 10 evaluation episodes the expert must reach (locomotion 10, manipulation 9)."""
+    return_goal: float | None = None
+    """Task return per 1000 steps it must exceed: HumanoidBench's success bar where one exists."""
+
+    def shortfalls(self, metrics: dict) -> list[str]:
+        """The quality goals a `evaluate_expert` result misses, each as one phrase (empty: all met)."""
+        missed = []
+        if metrics["success"] < self.success_goal * metrics["episodes"] / 10:
+            missed.append(f"success {metrics['success']}/{metrics['episodes']} < {self.success_goal}/10")
+        if metrics["tracking_error_m"] > TRACKING_ERROR_GOAL:
+            missed.append(f"tracking error {metrics['tracking_error_m'] * 100:.1f} cm > {TRACKING_ERROR_GOAL * 100:.0f} cm")
+        if self.return_goal is not None and metrics["task_return_per_1000_steps"] <= self.return_goal:
+            missed.append(f"task return {metrics['task_return_per_1000_steps']:.0f} per 1000 steps <= {self.return_goal:.0f}")
+        return missed
 
     def record(self) -> dict[str, Any]:
         """A JSON-ready description, written as experts/<skill>/spec.json."""
@@ -63,22 +81,24 @@ EXPERTS: dict[str, ExpertSpec] = {
     spec.skill: spec
     for spec in (
         ExpertSpec("stand", "stand still, upright, on the spot", ("stand", "stand_2"), "stand",
-                   ppo=_ppo(6_000_000, budget=0.06)),
+                   return_goal=800.0, ppo=_ppo(6_000_000, budget=0.06)),
         ExpertSpec("walk", "walk forward at a steady pace", ("walk",), "walk",
-                   ppo=_ppo(6_000_000, budget=0.06)),
-        ExpertSpec("run", "run forward fast", ("run",), "run", ppo=_ppo(15_000_000, budget=0.08)),
+                   return_goal=700.0, ppo=_ppo(6_000_000, budget=0.06)),
+        ExpertSpec("run", "run forward fast", ("run",), "run", return_goal=700.0, ppo=_ppo(15_000_000, budget=0.06)),
         ExpertSpec("sit", "sit down on the chair behind and stay seated", ("sit",), "sit",
-                   ppo=_ppo(6_000_000, budget=0.06)),
+                   return_goal=750.0, ppo=_ppo(6_000_000, budget=0.06)),
         ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl",), "crawl",
-                   tracking={"face_forward": True}, ppo=_ppo(15_000_000, budget=0.08)),
+                   tracking={"face_forward": True}, return_goal=700.0, ppo=_ppo(15_000_000, budget=0.06)),
         ExpertSpec("reach_one_hand", "reach out and touch a target with the right hand", ("reach_one_hand",), "reach",
-                   ppo=_ppo(8_000_000, budget=0.06)),
+                   success_goal=9, ppo=_ppo(8_000_000, budget=0.06)),
         ExpertSpec("reach_two_hands", "reach forward with both hands", ("reach_two_hands",), None,
                    ppo=_ppo(6_000_000, budget=0.06)),
         ExpertSpec("carry", "pick up a box with both hands and carry it", ("carry",), "carry",
-                   ppo=_ppo(15_000_000, budget=0.08)),
-        ExpertSpec("push", "push a box forward along the floor", ("push",), "push", ppo=_ppo(15_000_000, budget=0.08)),
-        ExpertSpec("door", "push a door open and walk through it", ("door",), "door", ppo=_ppo(15_000_000, budget=0.08)),
+                   success_goal=9, ppo=_ppo(15_000_000, budget=0.06)),
+        ExpertSpec("push", "push a box forward along the floor", ("push",), "push",
+                   success_goal=9, ppo=_ppo(15_000_000, budget=0.06)),
+        ExpertSpec("door", "push a door open and walk through it", ("door",), "door",
+                   success_goal=9, ppo=_ppo(15_000_000, budget=0.06)),
     )
 }
 

@@ -84,6 +84,7 @@ def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bo
     if result.run_dir is not None and (result.run_dir / "curve.png").is_file():
         shutil.copy(result.run_dir / "curve.png", staging / "curve.png")
     metrics = evaluate_expert(staging, spec=spec)
+    metrics["goals_missed"] = spec.shortfalls(metrics)
     metrics["training"] = {
         "env_steps": int(result.state.env_steps),
         "backend": spec.ppo.backend,

@@ -15,6 +15,9 @@ from metaworld_x.training import checkpoint
 
 pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
 
+# Experts shipped although they miss a goal, with why; listed in experts/README.md too.
+BELOW_GOAL = {"stand": "9/10 after 6M steps; one start in eight still falls"}
+
 TINY = dict(num_envs=8, unroll_length=4, num_minibatches=2, num_epochs=1, eval_every=0, checkpoint_every=2,
             policy_hidden=(16,), value_hidden=(16,))
 
@@ -58,3 +61,18 @@ def test_every_shipped_expert_meets_its_recorded_metrics(skill):
     fresh = evaluate_expert(directory, seed=recorded["seed"])
     assert fresh["success"] == recorded["success"]
     assert fresh["task_return"] == pytest.approx(recorded["task_return"], rel=1e-3)
+    assert np.isfinite(fresh["tracking_error_m"]) and np.isfinite(fresh["task_return"])
+    missed = EXPERTS[skill].shortfalls(fresh)
+    if skill in BELOW_GOAL:  # test_below_goal_list_names_only_experts_that_miss keeps this list honest
+        pytest.xfail(f"{skill} is shipped below its goals ({BELOW_GOAL[skill]}): {'; '.join(missed)}")
+    assert not missed, f"shipped expert {skill} misses its goals: {'; '.join(missed)}"
+
+
+def test_below_goal_list_names_only_experts_that_miss():
+    """A shipped expert listed in BELOW_GOAL must really miss a goal, so the list cannot go stale."""
+    for skill, reason in BELOW_GOAL.items():
+        directory = EXPERTS_DIR / skill
+        if not (directory / "metrics.json").is_file():
+            continue
+        recorded = json.loads((directory / "metrics.json").read_text())
+        assert EXPERTS[skill].shortfalls(recorded), f"{skill} now meets its goals: remove it from BELOW_GOAL"

@@ -22,6 +22,7 @@ class EvalExpert:
     """Also write the figures to this JSON file."""
 
     def run(self) -> None:
+        from metaworld_x.expert_specs import expert_spec
         from metaworld_x.expert_training import evaluate_expert
         from metaworld_x.paths import EXPERTS_DIR
 
@@ -30,6 +31,8 @@ class EvalExpert:
         print(f"tracking error: {metrics['tracking_error_m'] * 100:.1f} cm (mean keypoint, relative to the root)")
         print(f"task return: {metrics['task_return']:.1f} ({metrics['task_return_per_1000_steps']:.1f} per 1000 steps)")
         print(f"falls: {metrics['falls']}")
+        missed = expert_spec(self.skill).shortfalls(metrics)
+        print("goals: met" if not missed else f"goals: missed ({'; '.join(missed)})")
         if self.json_out is not None:
             self.json_out.write_text(json.dumps(metrics, indent=2))
 
