@@ -42,7 +42,7 @@ def test_train_router_ships_a_checkpoint_with_its_record(trained):
     metrics = json.loads((folder / "metrics.json").read_text())
     assert set(metrics["world_model"]["k_step_expert_data"]) == {"1", "5", "20"}
     assert metrics["env_steps"] == 2 * 30 + 2 * 10
-    assert [e["round"] for e in metrics["evals"]] == [0, 1]
+    assert [e["round"] for e in metrics["evals"]] == [-1, 0, 1]  # the starting router, then each round
     assert not list(folder.parent.glob(".stand.*"))  # no staging left behind
 
 

@@ -125,8 +125,8 @@ class TrainRouter:
 
         out = run_pipeline(self.config(), self.experts_dir or EXPERTS_DIR, self.run_dir, self.out or ROUTER_DIR, self.resume)
         metrics = json.loads((out / "metrics.json").read_text())
-        final = metrics["final"]
-        print(f"shipped to {out}: {final['success']}/{final['episodes']} successes, return {final['return_mean']:.1f};"
+        final = metrics["selected"]
+        print(f"shipped to {out} (round {final['round']}): {final['success']}/{final['episodes']} successes, return {final['return_mean']:.1f};"
               f" training {metrics['seconds']['training_total'] / 60:.1f} min, wall clock {metrics['wall_clock_s'] / 60:.1f} min")
         if len(metrics["ablations"]) > 1:
             print(ablation_table(metrics))

@@ -96,8 +96,9 @@ def results_table(reports: list[dict]) -> str:
 
 
 def ablation_table(metrics: dict) -> str:
-    """Variant, environment steps, final success and return, and the first evaluation's steps at >= 9/10 (sample efficiency)."""
-    lines = [f"{'variant':<15} {'env steps':>9} {'success':>8} {'return':>8} {'first >= 9/10 at':>16}  curve (env steps: return)"]
+    """Variant, environment steps, final success and return, the best evaluation's success (what ships), and the
+    environment steps of the first evaluation at >= 9/10 (sample efficiency)."""
+    lines = [f"{'variant':<17} {'env steps':>9} {'final':>6} {'return':>7} {'best':>6} {'first >= 9/10 at':>16}  curve (env steps: return)"]
     for name, run in metrics.get("ablations", {}).items():
         evals = run.get("evals", [])
         if not evals:
@@ -105,9 +106,10 @@ def ablation_table(metrics: dict) -> str:
         final = evals[-1]
         reached = next((e["env_steps"] for e in evals if e["success"] >= 0.9 * e["episodes"]), None)
         label = name + (f" ({run['expert']})" if "expert" in run else "")
+        best = max(evals, key=lambda e: (e["success"], e["return_mean"]))
         curve = ", ".join(f"{e['env_steps']}: {e['return_mean']:.0f}" for e in evals)
         lines.append(
-            f"{label:<15} {final['env_steps']:>9} {final['success']:>5}/{final['episodes']:<2} {final['return_mean']:>8.1f}"
-            f" {str(reached) if reached is not None else 'never':>16}  {curve}"
+            f"{label:<17} {final['env_steps']:>9} {final['success']:>3}/{final['episodes']:<2} {final['return_mean']:>7.1f}"
+            f" {best['success']:>3}/{best['episodes']:<2} {str(reached) if reached is not None else 'never':>16}  {curve}"
         )
     return "\n".join(lines)

@@ -10,7 +10,7 @@ rollout does not have.
 
     r_t = reward(z_t, w_t),  z_{t+1} = next(z_t, w_t),  c_t = 1 − terminated(z_{t+1})
     G_t = r_t + γ c_t ((1 − λ) V_{t+1} + λ G_{t+1}),  G_{H−1} = r + γ c V_H
-    V_t = mean over heads of the target critic Q(z_t, w_t)
+    V_t = min over heads of the target critic Q(z_t, w_t)  (pessimistic: the actor maximises over w)
 
 The actor maximises Σ_t (Π_{j<t} c_j) G_t / max(1, S), with gradients through
 the dynamics, where S is a running 5th–95th percentile range of returns; plus
@@ -55,7 +55,9 @@ def imagine(router: Router, model: WorldModel, router_params, wm_params: WorldMo
     _, w_last = policy(z_last, keys[horizon], False)
     later_z = jnp.concatenate([traj["z"][1:], z_last[None]])
     later_w = jnp.concatenate([traj["w"][1:], w_last[None]])
-    traj["value_next"] = jnp.mean(model.Q(wm_params, later_z, later_w, target=True), axis=0)  # [H, B]
+    # The actor maximises over weights, so a head that overrates weights the data never tried would be exploited:
+    # take the most pessimistic head (TD-MPC2 takes the min of two).
+    traj["value_next"] = jnp.min(model.Q(wm_params, later_z, later_w, target=True), axis=0)  # [H, B]
     return traj
 
 

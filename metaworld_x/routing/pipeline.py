@@ -321,6 +321,16 @@ def train_with_world_model(ctx: Context, run_dir: Path, name: str, router_config
     model, wm_params, _ = load_world_model(Path(progress["world_model"]))
     router = make_router(ctx, router_config, model.obs_size)
     params = load_router(Path(progress["router"]), ctx.experts)[1] if progress["router"] else None
+    if progress["round"] == -1 and not progress["evals"]:  # the router as it starts: at the prior (or uniform without it)
+        params, _, _ = imagination_stage(ctx, Path(progress["buffer"]), router, model, wm_params, None, None, 0, c.seed)
+        save_router(work / f"{ROUTER_STAGE}_start", router, params, ctx.experts)
+        results = evaluate_behaviour(ctx, router_behaviour(router, params, ctx.text), c.seed + 10_000)
+        progress["seconds"]["eval"] += results.seconds
+        progress["evals"].append({"round": -1, "env_steps": progress["env_steps"], "router": str(work / f"{ROUTER_STAGE}_start"),
+                                  **results.summary()})
+        progress["router"] = str(work / f"{ROUTER_STAGE}_start")
+        write_json(work / "progress.json", progress)
+        print(f"[{name}] start: {results.summary()['success']}/{c.eval_episodes} successes, return {results.returns.mean():.1f}", flush=True)
     for r in range(progress["round"] + 1, c.finetune_rounds + 1):
         buffer_path = Path(progress["buffer"])
         if r > 0:
@@ -342,13 +352,17 @@ def train_with_world_model(ctx: Context, run_dir: Path, name: str, router_config
         save_router(work / f"{ROUTER_STAGE}_{r}", router, params, ctx.experts)
         results = evaluate_behaviour(ctx, router_behaviour(router, params, ctx.text), c.seed + 10_000)
         progress["seconds"]["eval"] += results.seconds
-        progress["evals"].append({"round": r, "env_steps": progress["env_steps"], **results.summary()})
+        progress["evals"].append({"round": r, "env_steps": progress["env_steps"], "router": str(work / f"{ROUTER_STAGE}_{r}"),
+                                  **results.summary()})
         progress["imagination"].append({"round": r, **_history_tail(history)})
         progress.update(round=r, buffer=str(buffer_path), router=str(work / f"{ROUTER_STAGE}_{r}"), vlm_weight=vlm_weight)
         write_json(work / "progress.json", progress)  # the round counts as done only once this is written
         print(f"[{name}] round {r}: {results.summary()['success']}/{c.eval_episodes} successes,"
               f" return {results.returns.mean():.1f}, vlm_weight {vlm_weight:.4f}, env steps {progress['env_steps']}", flush=True)
-    progress["router_params"] = params
+    # Real rollouts pick what ships: the evaluated stage with the most successes, then the highest return.
+    best = max(progress["evals"], key=lambda e: (e["success"], e["return_mean"]))
+    progress["selected"] = best
+    progress["router_params"] = load_router(Path(best["router"]), ctx.experts)[1]
     progress["router_object"] = router
     return progress
 
@@ -476,7 +490,7 @@ def ship(ctx: Context, run_dir: Path, out_dir: Path, full: dict, stages: dict, a
         "task": task.name, "task_env": task.task, "scene": task.scene, "instruction": ctx.resolution.instruction,
         "success_criterion": task.success, "text_embedding": ctx.text.tolist(), "prior": ctx.prior.tolist(),
         "prior_source": ctx.prior_source, "expert_observations": ctx.observation_record,
-        "eval_steps": ctx.eval_steps, "vlm_weight_final": full["vlm_weight"],
+        "eval_steps": ctx.eval_steps, "vlm_weight_final": full["vlm_weight"], "selected_round": full["selected"]["round"],
     }
     save_router(staging, full["router_object"], full["router_params"], ctx.experts, meta=meta)
     metrics = {
@@ -486,7 +500,7 @@ def ship(ctx: Context, run_dir: Path, out_dir: Path, full: dict, stages: dict, a
                         "k_step_after_finetune": full["world_model_rounds"][-1]["k_step"] if full["world_model_rounds"] else None,
                         "transitions": full["world_model_rounds"][-1]["transitions"] if full["world_model_rounds"] else stages["world_model"]["transitions"]},
         "env_steps": full["env_steps"], "seconds": seconds, "wall_clock_s": wall_clock,
-        "evals": full["evals"], "final": full["evals"][-1],
+        "evals": full["evals"], "final": full["evals"][-1], "selected": full["selected"],
         "ablations": {"full": {"env_steps": full["env_steps"], "evals": full["evals"]}, **ablations},
         "machine": machine(),
         "config": dataclasses.asdict(ctx.config),
