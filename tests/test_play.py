@@ -42,7 +42,8 @@ def test_missing_expert_names_the_command_that_trains_it(capsys, tmp_path):
 def test_missing_router_names_the_command_that_trains_it(capsys, tmp_path):
     code, _, err = _play(capsys, "walk to the box, pick it up and carry it to the table", "--router-dir", str(tmp_path))
     assert code == 2
-    _one_line_error(err, "no trained router", "`metaworld-x train router`", "--expert walk")
+    # it suggests the first installed expert
+    _one_line_error(err, "no trained router", "`metaworld-x train router`", "(or play one expert: --expert ")
 
 
 def test_router_needing_an_expert_that_is_not_installed_names_the_expert_command(capsys, tmp_path):
