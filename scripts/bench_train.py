@@ -1,6 +1,6 @@
 """Training throughput against bare environment throughput, as one table.
 
-    python scripts/bench_train.py [--skill walk] [--envs 1024] [--iterations 4]
+    python scripts/bench_train.py [--skill walk] [--envs 1024] [--iterations 4] [--brax-python VENV/bin/python]
 
 Rows, all on the same backend and model (the skill's tracking task):
 - the bare environment stepped with random actions;
@@ -8,11 +8,15 @@ Rows, all on the same backend and model (the skill's tracking task):
 - whole PPO iterations (collection + update), compile excluded;
 and the ratio of training to bare throughput (goal: at least 70%).
 brax's own `ppo.train` cannot run beside this jax (0.10 removed an API it
-uses), so its row is not measured here and says so.
+uses); given `--brax-python`, the interpreter of an environment with
+`jax[cpu]==0.9.2`, brax and this package (`pip install -e . --no-deps`), the
+same run starts `bench_brax_ppo.py` there on the same task through MJX and
+puts its throughput in the table with the ratio to ours.
 """
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -36,11 +40,24 @@ def bench_bare(env, steps: int) -> float:
     return env.num_envs * steps / (time.perf_counter() - start)
 
 
+def bench_brax(python: str, skill: str, envs: int) -> float:
+    """brax ppo.train's steady steps/s, from bench_brax_ppo.py run by another interpreter."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_brax_ppo.py")
+    result = subprocess.run([python, script, "--skill", skill, "--envs", str(envs)],
+                            capture_output=True, text=True, check=False)
+    for line in result.stdout.splitlines():
+        if line.startswith("brax_ppo_steps_per_second"):
+            return float(line.split()[1])
+    sys.exit(f"bench_brax_ppo.py under {python} failed:\n{result.stderr[-2000:]}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skill", default="walk")
     parser.add_argument("--envs", type=int, default=1024)
     parser.add_argument("--iterations", type=int, default=4)
+    parser.add_argument("--brax-python", help="python of a jax 0.9 environment with brax, to run brax's ppo.train")
+    parser.add_argument("--brax-envs", type=int, default=256, help="worlds for brax's run (MJX on a CPU is slow)")
     args = parser.parse_args()
 
     from metaworld_x.envs.expert import expert_task, make_env
@@ -63,8 +80,7 @@ def main():
     whole = float(np.mean([h["perf/steps_per_second"] for h in steady]))
     update_s = float(np.mean([h["perf/update_s"] for h in steady]))
 
-    brax_row = ("not measured: brax 0.14's ppo.train needs jax <= 0.9 (jax 0.10 removed device_put_replicated);"
-                " a peer run of it on this machine's class of CPU gave about 1.2k steps/s (REFERENCE.md)")
+    brax = bench_brax(args.brax_python, args.skill, args.brax_envs) if args.brax_python else None
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores; jax {jax.__version__} ({jax.default_backend()})")
     print(f"task: {args.skill} tracking, {args.envs} worlds, unroll {config.unroll_length}, "
           f"{config.num_minibatches} minibatches x {config.num_epochs} epochs")
@@ -74,7 +90,12 @@ def main():
     print(f"| bare environment (cpu backend, random actions) | {bare:,.0f} | 100% |")
     print(f"| collection with the policy | {collect:,.0f} | {collect / bare:.0%} |")
     print(f"| PPO training, collection + update ({update_s:.2f} s per update) | {whole:,.0f} | {whole / bare:.0%} |")
-    print(f"| brax ppo.train, MJX on this CPU | {brax_row} | |")
+    if brax is None:
+        print("| brax ppo.train, MJX on this CPU | not measured: needs --brax-python (brax 0.14's ppo.train needs"
+              " jax <= 0.9) | |")
+    else:
+        print(f"| brax ppo.train, MJX-JAX on this CPU, {args.brax_envs} worlds, same task and PPO settings"
+              f" | {brax:,.0f} | {brax / bare:.0%}; ours trains {whole / brax:.1f}x faster |")
 
 
 if __name__ == "__main__":
