@@ -16,12 +16,18 @@ def _figure():
 
 
 def _save(fig, path: Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=100)
-    os.replace(tmp, path)
-    return path
+    """Write `fig` to `path` atomically, then close it (pyplot keeps every open figure)."""
+    import matplotlib.pyplot as plt
+
+    try:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp.png")
+        fig.savefig(tmp, dpi=100)
+        os.replace(tmp, path)
+        return path
+    finally:
+        plt.close(fig)
 
 
 def plot_tracking_error(names: tuple[str, ...], errors: np.ndarray, dt: float, path: Path, title: str = "") -> Path:
@@ -56,10 +62,7 @@ def plot_tracking_error(names: tuple[str, ...], errors: np.ndarray, dt: float, p
     lines.legend(fontsize=8)
     fig.suptitle(title or "tracking error per body part (relative to the root)")
     fig.tight_layout()
-    try:
-        return _save(fig, path)
-    finally:
-        plt.close(fig)
+    return _save(fig, path)
 
 
 def plot_weights(names: tuple[str, ...], weights: np.ndarray, dt: float, path: Path, title: str = "") -> Path:
@@ -82,7 +85,4 @@ def plot_weights(names: tuple[str, ...], weights: np.ndarray, dt: float, path: P
     axis.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     axis.set_title(title or "expert weights over time")
     fig.tight_layout()
-    try:
-        return _save(fig, path)
-    finally:
-        plt.close(fig)
+    return _save(fig, path)

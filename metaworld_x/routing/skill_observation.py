@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 
 from metaworld_x.envs import rotations
-from metaworld_x.envs.observations import to_heading_frame, yaw
+from metaworld_x.envs.observations import yaw
 from metaworld_x.envs.reference import ReferenceFrame, frame_at
 from metaworld_x.errors import UserError
 
@@ -71,21 +71,13 @@ def reanchor(target: ReferenceFrame, now: ReferenceFrame, root_pos, root_quat) -
 
 
 def reference_features(tracking, view, clip_time, clip: int = 0):
-    """[2 + n_future·(26 + 3K)] phase and re-anchored future frames; the same arithmetic as Tracking.features."""
-    ref = tracking.reference
-    phase = jnp.clip(clip_time / jnp.maximum(ref.duration(clip), 1e-6), 0.0, None)
-    parts = [jnp.sin(2 * jnp.pi * phase)[None], jnp.cos(2 * jnp.pi * phase)[None]]
-    now = frame_at(ref, clip, clip_time)
-    for steps in tracking.config.future_steps:
-        target = reanchor(frame_at(ref, clip, clip_time + steps * tracking.control_dt), now, view.root_pos, view.root_quat)
-        keypoints = to_heading_frame(target.keypoint_pos - view.root_pos, view.root_quat)
-        parts += [
-            target.joint_pos,
-            to_heading_frame(target.root_pos - view.root_pos, view.root_quat),
-            target.root_quat,
-            keypoints.reshape(-1),
-        ]
-    return jnp.concatenate(parts)
+    """[2 + n_future·(26 + 3K)] phase and future frames as Tracking.reference_features, re-anchored to the robot."""
+    now = frame_at(tracking.reference, clip, clip_time)
+
+    def place(target):
+        return reanchor(target, now, view.root_pos, view.root_quat)
+
+    return tracking.reference_features(view, clip, clip_time, place)
 
 
 @dataclass(frozen=True)

@@ -277,12 +277,24 @@ class Tracking(Task):
         return self.objective.advance(view, info) if self.objective is not None else info
 
     def features(self, view, info):
+        parts = [self.reference_features(view, info["clip"], info["ref_time"])]
+        if self.objective is not None:
+            parts.append(self.objective.features(view, info))
+        return jnp.concatenate(parts)
+
+    def reference_features(self, view, clip, time, place=None):
+        """[2 + n_future·(26 + 3K)] the phase, then each future reference frame relative to the robot's heading frame.
+
+        `place(frame) -> frame`, if given, moves each future frame first (the
+        router re-anchors a clip to wherever the robot is in its scene).
+        """
         ref = self.reference
-        clip, time = info["clip"], info["ref_time"]
         phase = jnp.clip(time / jnp.maximum(ref.duration(clip), 1e-6), 0.0, None)
         parts = [jnp.sin(2 * jnp.pi * phase)[None], jnp.cos(2 * jnp.pi * phase)[None]]
         for steps in self.config.future_steps:
             target = frame_at(ref, clip, time + steps * self.control_dt)
+            if place is not None:
+                target = place(target)
             keypoints = to_heading_frame(target.keypoint_pos - view.root_pos, view.root_quat)
             parts += [
                 target.joint_pos,
@@ -290,8 +302,6 @@ class Tracking(Task):
                 target.root_quat,
                 keypoints.reshape(-1),
             ]
-        if self.objective is not None:
-            parts.append(self.objective.features(view, info))
         return jnp.concatenate(parts)
 
     def privileged_features(self, view, info):
