@@ -11,7 +11,7 @@ environments. Clips made here are marked `source: keyframed`; they are the
 first to replace with real mocap (see assets/motions/README.md).
 
 Coordinates: metres, z up, the robot starts at the origin facing +x (the
-scenes put the chair's seat centre at x = -0.3, top at 0.55 m).
+scenes put the chair's seat centre at x = -0.3, top at 0.46 m).
 """
 
 from __future__ import annotations
@@ -281,7 +281,7 @@ def door_keys() -> tuple[KeyPose, ...]:
 KEYFRAMED: dict[str, KeyframeClip] = {
     "sit": KeyframeClip(
         skill="sit",
-        notes="stand, lean forward with the hips back, lower onto a 0.55 m seat centred at x = -0.3, stay seated",
+        notes="stand, lean forward with the hips back, lower onto a 0.46 m seat centred at x = -0.3, stay seated",
         hold=1.5,
         keys=(
             _pose(0.0, STAND_PELVIS),

@@ -2,8 +2,10 @@
 
 Every prop is a function `add_<prop>(spec, pos)` that adds named bodies,
 joints and sites; tasks find them again by those names. Sizes are chosen for
-the H1: the box fits between its paddle hands, the chair seat puts its pelvis
-at the sitting height HumanoidBench rewards, the tunnel roof forces a crouch.
+the H1: the box fits between its paddle hands, the tunnel roof forces a crouch,
+and the chair seat is as high as the sit clip's seated thighs (pelvis 0.75 m,
+near the 0.68-0.72 m HumanoidBench rewards), so starting an episode seated
+does not put the robot inside the chair.
 """
 
 import mujoco
@@ -21,7 +23,7 @@ BOX_HALF_SIZE = (0.15, 0.17, 0.15)
 BOX_MASS = 1.5
 TABLE_HEIGHT = 0.75
 STAND_HEIGHT = 0.6
-CHAIR_SEAT_HEIGHT = 0.55
+CHAIR_SEAT_HEIGHT = 0.46
 DOOR_WIDTH = 1.0
 DOOR_HEIGHT = 2.0
 TUNNEL_ROOF_HEIGHT = 1.1
