@@ -239,6 +239,18 @@ def test_resample_and_trim_keep_time_and_interpolate():
         motion.trim(5.0, 6.0)
 
 
+def test_played_faster_the_same_poses_take_less_time():
+    motion = _two_joint_motion()  # joint a moves along x at 1 m/s for 1 s
+    fast = motion.played_at(1.25)
+    np.testing.assert_array_equal(fast.positions, motion.positions)
+    assert fast.duration == pytest.approx(motion.duration / 1.25)
+    speed = np.diff(fast.joint("a")[:, 0]) * fast.fps
+    np.testing.assert_allclose(speed, 1.25)
+    assert fast.played_at(2.0).metadata["playback_rate"] == pytest.approx(2.5)
+    with pytest.raises(UserError, match="playback rate must be a positive number"):
+        motion.played_at(0.0)
+
+
 def test_bad_motion_arrays_are_named():
     good = _two_joint_motion(4)
     with pytest.raises(UserError, match="no joint named 'c'.*a, b"):

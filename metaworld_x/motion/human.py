@@ -183,6 +183,13 @@ class HumanMotion:
             metadata={**self.metadata, "trimmed_frames": (int(first), int(stop))},
         )
 
+    def played_at(self, rate: float) -> HumanMotion:
+        """The same poses played `rate` times as fast: cadence and speed scale by `rate`, strides do not."""
+        if not np.isfinite(rate) or rate <= 0:
+            raise UserError(f"{self.source}: a playback rate must be a positive number, got {rate}")
+        total = float(rate) * float(self.metadata.get("playback_rate", 1.0))
+        return dataclasses.replace(self, fps=self.fps * rate, metadata={**self.metadata, "playback_rate": total})
+
     def resample(self, fps: float) -> HumanMotion:
         """The clip at `fps`: positions interpolated linearly, quaternions by slerp."""
         if not np.isfinite(fps) or fps <= 0:

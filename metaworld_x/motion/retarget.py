@@ -99,6 +99,7 @@ def retarget(
     start: float = 0.0,
     end: float | None = None,
     progress: bool = False,
+    playback_rate: float = 1.0,
 ) -> Clip:
     """Retarget `motion` (the segment [start, end] s) onto the robot as the reference clip of `skill`.
 
@@ -110,6 +111,9 @@ def retarget(
       source: provenance; by default the motion's file name, licence unknown.
       start, end: the segment in seconds (end None: to the end of the clip).
       progress: show progress bars.
+      playback_rate: play the segment this many times as fast (1.3: the same
+        strides at 1.3 times the cadence and speed), for a task that asks for
+        more speed than the person moved at.
     """
     model = _default_model() if model is None else model
     clock = time.process_time()
@@ -117,6 +121,10 @@ def retarget(
     loop = motion.metadata.get("loop") == "wrap" and start <= 0.0 and (end is None or end >= motion.duration)
     if start > 0.0 or end is not None:
         motion = motion.trim(start, end)
+    segment = [float(start), float(start + motion.duration)]  # source seconds
+    source_fps = float(motion.metadata.get("resampled_from_fps", motion.fps))
+    if playback_rate != 1.0:
+        motion = motion.played_at(playback_rate)
     motion = motion.resample(config.fps)
     if motion.num_frames < 2:
         raise UserError(f"{motion.source}: the segment holds fewer than 2 frames at {config.fps} fps")
@@ -128,8 +136,9 @@ def retarget(
         object_pose = None if object_pose is None else _moved_pose(object_pose, rotation, translation)
     source = source or SourceInfo(file=_file_name(motion.source))
     info = {
-        "segment_s": [float(start), float(start + motion.duration)],
-        "source_fps": float(motion.metadata.get("resampled_from_fps", motion.fps)),
+        "segment_s": segment,
+        "source_fps": source_fps,
+        "playback_rate": float(playback_rate),
         "scale": targets.scale,
         "object_scale": targets.scale if object_pose is not None else None,
         "source_format": motion.metadata.get("format", ""),
