@@ -23,7 +23,7 @@ from metaworld_x.envs.compiled import CompiledTask
 from metaworld_x.envs.physics_view import BatchViewReader
 from metaworld_x.envs.tasks.tracking import TASK_PREFIX
 from metaworld_x.envs.expert import expert_task
-from metaworld_x.envs.reference import frame_at
+from metaworld_x.envs.reference import frame_at, object_at
 from metaworld_x.expert_specs import EXPERTS
 from metaworld_x.paths import MOTIONS_DIR
 
@@ -36,7 +36,6 @@ RETURN_MARGIN = 0.05
 # Experts whose props move during the clip (a pushed box, a carried box, an opening door):
 # their start state also needs the prop's state at that time; until then a late start overlaps.
 MOVING_PROPS = {
-    "carry": "the box starts on its stand, not in the clip's hands",
     "push": "the box starts where the push begins, not where the clip's hands have pushed it",
     "door": "the door starts closed, not at the clip's opening angle",
 }
@@ -51,6 +50,10 @@ def deepest_prop_penetration(skill: str) -> tuple[float, float, str]:
     pelvis = model.body("pelvis").id
     joints = ref.joint_pos.shape[-1]
     frame_of = jax.jit(lambda clip, time: frame_at(ref, clip, time))
+    # an object the clip's hands hold starts in them (Tracking's object_joint): touching it is the grip
+    held = task.config.object_joint
+    held_body = model.jnt_bodyid[model.joint(held).id] if held else -1
+    object_of = jax.jit(lambda clip, time: object_at(ref, clip, time))
     worst = (0.0, 0.0, "")
     for clip in range(ref.num_clips):
         for time in np.linspace(0.0, float(ref.duration(clip)), SAMPLES_PER_CLIP):
@@ -58,11 +61,14 @@ def deepest_prop_penetration(skill: str) -> tuple[float, float, str]:
             mujoco.mj_resetDataKeyframe(model, data, 0)
             data.qpos[:3], data.qpos[3:7] = frame.root_pos, frame.root_quat
             data.qpos[7 : 7 + joints] = frame.joint_pos
+            if held:
+                start, obj = model.jnt_qposadr[model.joint(held).id], object_of(clip, time)
+                data.qpos[start : start + 3], data.qpos[start + 3 : start + 7] = obj.pos, obj.quat
             mujoco.mj_forward(model, data)
             for contact in data.contact[: data.ncon]:
                 bodies = model.geom_bodyid[contact.geom1], model.geom_bodyid[contact.geom2]
                 on_robot = [model.body_rootid[b] == pelvis for b in bodies]
-                if on_robot[0] == on_robot[1] or 0 in bodies:  # robot-prop pairs only; the floor is world
+                if on_robot[0] == on_robot[1] or 0 in bodies or held_body in bodies:  # robot-prop pairs only; the floor is world
                     continue
                 if -contact.dist > worst[0]:
                     worst = (-contact.dist, float(time), "/".join(model.body(b).name for b in bodies))

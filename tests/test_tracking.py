@@ -89,6 +89,17 @@ def test_one_shot_reference_holds_its_last_frame():
                                np.asarray(frame_at(ref, 0, end).joint_pos), atol=1e-6)
 
 
+def test_a_held_last_pose_is_still():
+    """Once a one-shot clip ends, the velocity rewards must ask for stillness, not the last frame's motion."""
+    task = _task(clips=("stand",), loop=False)  # a short clip that ends in slight motion
+    ref = task.reference
+    end = float(ref.duration(0))
+    playing, held = frame_at(ref, 0, end - 0.5 / ref.fps), frame_at(ref, 0, end + 0.5)
+    assert np.abs(np.asarray(playing.joint_vel)).max() > 0
+    for name in ("joint_vel", "root_lin_vel", "root_ang_vel"):
+        np.testing.assert_array_equal(np.asarray(getattr(held, name)), 0.0, err_msg=name)
+
+
 def test_facing_forward_turns_a_sideways_clip_rigidly_onto_plus_x():
     from metaworld_x.envs.reference import facing_forward
     from metaworld_x.motion.clip import load_clip

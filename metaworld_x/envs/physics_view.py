@@ -244,7 +244,7 @@ def _unique(names: tuple[str, ...]) -> tuple[str, ...]:
 def _id(model: mujoco.MjModel, kind: mujoco.mjtObj, name: str) -> int:
     i = mujoco.mj_name2id(model, kind, name)
     if i < 0:
-        raise UserError(f"the scene has no {kind.name[7:].lower()} named {name!r}, which the task needs")
+        raise UserError(f"the scene has no {kind.name[6:].lower()} named {name!r}, which the task needs")
     return i
 
 

@@ -4,6 +4,10 @@ Several clips are padded to one length so a multi-clip task can pick one per
 world under vmap. A looping clip (a walk cycle) repeats with its root moved
 on by one cycle's displacement each time, so it can be followed for longer
 than it lasts; a one-shot clip (sit down) holds its last frame.
+
+A clip with an object (OMOMO's box) also gives the pose and velocity the
+scene's box should have at any time (`object_at`): see `held_object` for how
+the clip's object becomes the scene's box.
 """
 
 import dataclasses
@@ -20,6 +24,12 @@ from metaworld_x.motion.clip import Clip
 
 # Clip arrays a reference carries; positions get the cycle displacement.
 _VECTORS = ("root_pos", "joint_pos", "joint_vel", "root_lin_vel", "root_ang_vel", "keypoint_pos")
+_OBJECT_VECTORS = ("object_pos", "object_lin_vel", "object_ang_vel")
+
+# The keypoints whose grip places the scene's box on the clip's object (see `held_object`).
+HANDS = ("left_hand", "right_hand")
+# Both hands this close (m) to the object's origin in a frame count as holding it there.
+GRASP_REACH = 0.4
 
 
 @struct.dataclass
@@ -36,6 +46,16 @@ class ReferenceFrame:
 
 
 @struct.dataclass
+class ObjectFrame:
+    """The clip's object, as the scene's box, at one instant, one world: its free joint's qpos and qvel."""
+
+    pos: jax.Array  # [3] world
+    quat: jax.Array  # [4] (w, x, y, z)
+    lin_vel: jax.Array  # [3] world frame
+    ang_vel: jax.Array  # [3] box frame, as MuJoCo's free joint has it
+
+
+@struct.dataclass
 class ReferenceMotion:
     """C clips, padded to T frames by repeating each one's last frame."""
 
@@ -46,6 +66,11 @@ class ReferenceMotion:
     root_lin_vel: jax.Array  # [C, T, 3]
     root_ang_vel: jax.Array  # [C, T, 3]
     keypoint_pos: jax.Array  # [C, T, K, 3]
+    object_pos: jax.Array  # [C, T, 3] the box (`held_object`); zeros for a clip without an object
+    object_quat: jax.Array  # [C, T, 4]
+    object_lin_vel: jax.Array  # [C, T, 3] world frame
+    object_ang_vel: jax.Array  # [C, T, 3] box frame
+    has_object: jax.Array  # [C] bool: the clip has an object pose
     num_frames: jax.Array  # [C] int
     loop: jax.Array  # [C] bool
     cycle_shift: jax.Array  # [C, 3] horizontal root displacement per cycle
@@ -103,8 +128,54 @@ def facing_forward(clip: Clip) -> Clip:
     )
 
 
+def held_object(clip: Clip) -> dict[str, np.ndarray]:
+    """The scene's box following the clip's object: {"object_pos": [T, 3], "object_quat": [T, 4],
+    "object_lin_vel": [T, 3] (world), "object_ang_vel": [T, 3] (box frame)}.
+
+    A clip's object pose is the source object's own frame (OMOMO's mesh),
+    whose origin and axes need not be a box's centre and faces. The scene's box
+    is put where the clip's hands hold it instead: centred between them, its y
+    axis from the right hand to the left, its z axis the object's mean up. That
+    grip is one fixed offset in the object's frame (the median over the frames
+    where both hands are within GRASP_REACH of the object), so the box moves
+    rigidly with the object all through the clip. A clip whose hands never hold
+    the object keeps its pose. Velocities are central differences.
+    """
+    from scipy.spatial.transform import Rotation
+
+    rot = Rotation.from_quat(clip.object_pose[:, :4].astype(np.float64), scalar_first=True)
+    pos = clip.object_pose[:, 4:].astype(np.float64)
+    names = clip.keypoint_names
+    holding = np.zeros(clip.num_frames, bool)
+    if all(h in names for h in HANDS):
+        left, right = (rot.inv().apply(clip.keypoint_pos[:, names.index(h)] - pos) for h in HANDS)
+        holding = (np.linalg.norm(left, axis=-1) < GRASP_REACH) & (np.linalg.norm(right, axis=-1) < GRASP_REACH)
+    if holding.any():
+        left, right = np.median(left[holding], axis=0), np.median(right[holding], axis=0)
+        up = np.mean(rot[holding].inv().apply([0.0, 0.0, 1.0]), axis=0)
+        y = (left - right) / np.linalg.norm(left - right)
+        z = up - y * (up @ y)
+        z /= np.linalg.norm(z)
+        pos = pos + rot.apply((left + right) / 2)
+        rot = rot * Rotation.from_matrix(np.stack([np.cross(y, z), y, z], axis=1))
+    step = (rot[:-1].inv() * rot[1:]).as_rotvec() * clip.fps  # [T-1] box-frame rates between frames
+    return {
+        "object_pos": pos,
+        "object_quat": rot.as_quat(scalar_first=True),
+        "object_lin_vel": np.gradient(pos, 1.0 / clip.fps, axis=0),
+        "object_ang_vel": np.concatenate([step[:1], (step[:-1] + step[1:]) / 2, step[-1:]]),
+    }
+
+
+def _no_object(clip: Clip) -> dict[str, np.ndarray]:
+    """The object arrays of a clip without an object: at the origin, unturned, still."""
+    zeros = np.zeros((clip.num_frames, 3))
+    unturned = np.tile([1.0, 0.0, 0.0, 0.0], (clip.num_frames, 1))
+    return {"object_pos": zeros, "object_quat": unturned, "object_lin_vel": zeros, "object_ang_vel": zeros}
+
+
 def from_clips(clips: Sequence[Clip], loop: Sequence[bool]) -> ReferenceMotion:
-    """Stack clips (same fps and keypoints) into one ReferenceMotion."""
+    """Stack clips (same fps and keypoints) into one ReferenceMotion, with the box of those that hold one."""
     if not clips:
         raise UserError("a tracking task needs at least one reference clip")
     fps = {c.fps for c in clips}
@@ -118,9 +189,15 @@ def from_clips(clips: Sequence[Clip], loop: Sequence[bool]) -> ReferenceMotion:
         return np.concatenate([x, np.repeat(x[-1:], extra, axis=0)]) if extra else x
 
     arrays = {name: jnp.asarray(np.stack([pad(getattr(c, name)) for c in clips]), jnp.float32) for name in _VECTORS}
+    objects = [held_object(c) if c.object_pose is not None else _no_object(c) for c in clips]
+    arrays.update({
+        name: jnp.asarray(np.stack([pad(o[name]) for o in objects]), jnp.float32)
+        for name in _OBJECT_VECTORS + ("object_quat",)
+    })
     shift = np.stack([c.root_pos[-1] - c.root_pos[0] for c in clips]) * np.array([1.0, 1.0, 0.0])
     return ReferenceMotion(
         root_quat=jnp.asarray(np.stack([pad(c.root_quat) for c in clips]), jnp.float32),
+        has_object=jnp.asarray([c.object_pose is not None for c in clips], bool),
         num_frames=jnp.asarray([c.num_frames for c in clips], jnp.int32),
         loop=jnp.asarray(list(loop), bool),
         cycle_shift=jnp.asarray(shift, jnp.float32),
@@ -130,15 +207,23 @@ def from_clips(clips: Sequence[Clip], loop: Sequence[bool]) -> ReferenceMotion:
     )
 
 
-def frame_at(ref: ReferenceMotion, clip, time) -> ReferenceFrame:
-    """The reference of clip index `clip` at `time` seconds (scalars), interpolated."""
+def _sample(ref: ReferenceMotion, clip, time):
+    """(the two frames around `time` [int], the weight of the later one, the cycles the root has moved on,
+    1 while the clip plays and 0 once a one-shot clip has ended and holds its last pose)."""
     last = (ref.num_frames[clip] - 1).astype(jnp.float32)
     position = jnp.maximum(time, 0.0) * ref.fps
     cycles = jnp.where(ref.loop[clip] & (last > 0), jnp.floor(position / jnp.maximum(last, 1.0)), 0.0)
-    position = jnp.minimum(position - cycles * last, last)
+    position = position - cycles * last
+    playing = (position <= last).astype(jnp.float32)
+    position = jnp.minimum(position, last)
     lower = jnp.floor(position).astype(jnp.int32)
     upper = jnp.minimum(lower + 1, ref.num_frames[clip] - 1)
-    weight = position - lower
+    return lower, upper, position - lower, cycles, playing
+
+
+def frame_at(ref: ReferenceMotion, clip, time) -> ReferenceFrame:
+    """The reference of clip index `clip` at `time` seconds (scalars), interpolated."""
+    lower, upper, weight, cycles, playing = _sample(ref, clip, time)
 
     def lerp(name):
         series = getattr(ref, name)[clip]
@@ -150,8 +235,26 @@ def frame_at(ref: ReferenceMotion, clip, time) -> ReferenceFrame:
         root_pos=lerp("root_pos") + offset,
         root_quat=rotations.nlerp(quats[lower], quats[upper], weight),
         joint_pos=lerp("joint_pos"),
-        joint_vel=lerp("joint_vel"),
-        root_lin_vel=lerp("root_lin_vel"),
-        root_ang_vel=lerp("root_ang_vel"),
+        # a held last pose is still: its velocities are zero, not the last frame's
+        joint_vel=playing * lerp("joint_vel"),
+        root_lin_vel=playing * lerp("root_lin_vel"),
+        root_ang_vel=playing * lerp("root_ang_vel"),
         keypoint_pos=lerp("keypoint_pos") + offset,
+    )
+
+
+def object_at(ref: ReferenceMotion, clip, time) -> ObjectFrame:
+    """The box of clip index `clip` at `time` seconds (scalars), interpolated like `frame_at`."""
+    lower, upper, weight, cycles, playing = _sample(ref, clip, time)
+
+    def lerp(name):
+        series = getattr(ref, name)[clip]
+        return (1 - weight) * series[lower] + weight * series[upper]
+
+    quats = ref.object_quat[clip]
+    return ObjectFrame(
+        pos=lerp("object_pos") + cycles * ref.cycle_shift[clip],
+        quat=rotations.nlerp(quats[lower], quats[upper], weight),
+        lin_vel=playing * lerp("object_lin_vel"),
+        ang_vel=playing * lerp("object_ang_vel"),
     )

@@ -2,12 +2,17 @@
 
 A scene is a named list of prop placements. `build_scene("chair")` gives the
 robot in front of a chair; `build_scene(("box", "table"))` composes props
-ad hoc at their default places. The robot stands at the origin facing +x.
+ad hoc at their default places; `build_scene((Placement("table", pos,
+(("height", 0.5),)), ...))` lays props out exactly (a task that derives its
+layout from a reference clip does this). The robot stands at the origin
+facing +x.
 """
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -23,6 +28,8 @@ class Placement:
 
     prop: str
     pos: tuple[float, float, float]
+    options: tuple[tuple[str, Any], ...] = ()
+    """(keyword, value) pairs for the prop's add function, e.g. (("height", 0.5),) for a table."""
 
 
 # Default places, used when a prop is asked for by name alone.
@@ -56,30 +63,31 @@ SCENES: dict[str, tuple[Placement, ...]] = {
 
 
 def build_scene(
-    scene: str | Sequence[str] = "floor",
+    scene: str | Sequence[str] | Sequence[Placement] = "floor",
     variant: str = "h1",
     robot_path: str | Path | None = None,
 ) -> mujoco.MjSpec:
     """The robot in a scene, with a `home` keyframe.
 
     Args:
-      scene: a name from `SCENES`, or a sequence of prop names placed at
-        their default places.
+      scene: a name from `SCENES`, a sequence of prop names placed at
+        their default places, or a sequence of `Placement`s.
       variant: the robot variant ("h1" or "h1_hands").
       robot_path: optional user H1 MJCF (see `robot_spec`).
     """
     placements = _placements(scene)
     spec = robot_spec(variant, robot_path)
-    spec.modelname = f"metaworld_x_{variant}_{scene if isinstance(scene, str) else '_'.join(scene)}"
+    name = scene if isinstance(scene, str) else "_".join(p.prop for p in placements)
+    spec.modelname = f"metaworld_x_{variant}_{name}"
     _add_environment(spec)
     for placement in placements:
-        PROPS[placement.prop](spec, placement.pos)
+        PROPS[placement.prop](spec, placement.pos, **dict(placement.options))
     _add_home_keyframe(spec)
     return spec
 
 
 def build_model(
-    scene: str | Sequence[str] = "floor",
+    scene: str | Sequence[str] | Sequence[Placement] = "floor",
     variant: str = "h1",
     robot_path: str | Path | None = None,
 ) -> mujoco.MjModel:
@@ -87,17 +95,24 @@ def build_model(
     return build_scene(scene, variant, robot_path).compile()
 
 
-def _placements(scene: str | Sequence[str]) -> tuple[Placement, ...]:
+def _placements(scene: str | Sequence[str] | Sequence[Placement]) -> tuple[Placement, ...]:
     if isinstance(scene, str):
         if scene not in SCENES:
             raise UserError(f"unknown scene {scene!r}; available scenes: {', '.join(SCENES)}")
         return SCENES[scene]
-    unknown = [p for p in scene if p not in PROPS]
+    props = [p.prop if isinstance(p, Placement) else p for p in scene]
+    unknown = [p for p in props if p not in PROPS]
     if unknown:
         raise UserError(f"unknown prop(s) {', '.join(map(repr, unknown))}; available props: {', '.join(PROPS)}")
-    if len(set(scene)) != len(scene):
-        raise UserError(f"each prop can appear once in a scene; got {list(scene)}")
-    return tuple(Placement(p, DEFAULT_PLACES[p]) for p in scene)
+    if len(set(props)) != len(props):
+        raise UserError(f"each prop can appear once in a scene; got {props}")
+    placements = tuple(p if isinstance(p, Placement) else Placement(p, DEFAULT_PLACES[p]) for p in scene)
+    for p in placements:
+        try:
+            inspect.signature(PROPS[p.prop]).bind(None, p.pos, **dict(p.options))
+        except TypeError as error:
+            raise UserError(f"prop {p.prop!r} cannot take the options {dict(p.options)}: {error}") from None
+    return placements
 
 
 def _add_environment(spec: mujoco.MjSpec) -> None:

@@ -1,8 +1,8 @@
 """Props for the loco-manipulation tasks, each added to a spec's world body.
 
-Every prop is a function `add_<prop>(spec, pos)` that adds named bodies,
-joints and sites; tasks find them again by those names. Sizes are chosen for
-the H1: the box fits between its paddle hands, the tunnel roof forces a crouch,
+Every prop is a function `add_<prop>(spec, pos, **sizes)` that adds named
+bodies, joints and sites; tasks find them again by those names. Sizes are
+chosen for the H1: the box fits between its paddle hands, the tunnel roof forces a crouch,
 and the chair seat is as high as the sit clip's seated thighs (pelvis 0.75 m,
 near the 0.68-0.72 m HumanoidBench rewards), so starting an episode seated
 does not put the robot inside the chair.
@@ -19,9 +19,12 @@ WOOD = (0.55, 0.4, 0.25, 1.0)
 GREY = (0.6, 0.62, 0.65, 1.0)
 RED = (0.85, 0.15, 0.12, 1.0)
 
-BOX_HALF_SIZE = (0.15, 0.17, 0.15)
+# Half extents (m); y lies across the paddles when the box is held. At 0.18 both paddles touch it
+# where the carry clip's hands hold it (at 0.17 the left one missed by 1-2 cm; `reference.held_object`).
+BOX_HALF_SIZE = (0.15, 0.18, 0.15)
 BOX_MASS = 1.5
 TABLE_HEIGHT = 0.75
+TABLE_HALF_TOP = (0.4, 0.5)
 STAND_HEIGHT = 0.6
 CHAIR_SEAT_HEIGHT = 0.46
 DOOR_WIDTH = 1.0
@@ -46,7 +49,7 @@ def add_box(spec: mujoco.MjSpec, pos) -> None:
     body.add_site(name="box", size=(0.02, 0.02, 0.02))
 
 
-def _add_table_like(spec, name, pos, height, half_top=(0.4, 0.5)):
+def _add_table_like(spec, name, pos, height, half_top=TABLE_HALF_TOP):
     body = spec.worldbody.add_body(name=name, pos=pos)
     top = 0.03
     _static_box(body, f"{name}_top", (half_top[0], half_top[1], top / 2), (0, 0, height - top / 2), WOOD)
@@ -56,9 +59,14 @@ def _add_table_like(spec, name, pos, height, half_top=(0.4, 0.5)):
     body.add_site(name=name, pos=(0, 0, height), size=(0.02, 0.02, 0.02))
 
 
-def add_table(spec: mujoco.MjSpec, pos) -> None:
-    """A table to put the box on; site `table` marks the top's centre."""
-    _add_table_like(spec, "table", pos, TABLE_HEIGHT)
+def add_table(spec: mujoco.MjSpec, pos, height: float = TABLE_HEIGHT, half_top=TABLE_HALF_TOP) -> None:
+    """A table to put the box on; site `table` marks the top's centre.
+
+    A scene may set the top's `height` (m) and `half_top` (half length along
+    x, half width along y): the carry expert's table is as high and as small
+    as its clip asks (`Carry.scene_along`).
+    """
+    _add_table_like(spec, "table", pos, height, half_top)
 
 
 def add_stand(spec: mujoco.MjSpec, pos) -> None:

@@ -1,14 +1,22 @@
-"""Carry: take the box from the stand to the table, with paddle hands."""
+"""Carry: take the box to the table and set it down on it, with paddle hands."""
 
 from dataclasses import dataclass, field
 
 import jax.numpy as jnp
+import numpy as np
 
 from metaworld_x.envs.observations import site_distances
 from metaworld_x.envs.rewards import closeness, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
 from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, HOLDING_DISTANCE, PALMS, box_features
+from metaworld_x.errors import UserError
+from metaworld_x.scene.compose import Placement
 from metaworld_x.scene.props import BOX_HALF_SIZE
+
+# How far (m) a clip-aligned table's top reaches beyond the box's footprint on each side: enough to
+# set the box down on and no more, for the carry clip walks up close (its left thigh passes 6 cm from it).
+TABLE_MARGIN = 0.05
+
 
 @dataclass(frozen=True)
 class CarryRewards(RewardScales):
@@ -29,7 +37,12 @@ class CarryConfig(TaskConfig):
 
 @dataclass(frozen=True)
 class Carry(Task):
-    """Pick the box up from the stand, walk it to the table and set it down.
+    """Carry the box to the table and set it down on the middle of its top.
+
+    In its own scene ("carry") the box starts on a stand at x = 1 and the
+    table is at x = 3. A tracking task with `scene_from_clip` lays the scene
+    out along its clip instead (`scene_along`): the table where the clip sets
+    the box down, which the clip's hands already hold.
 
     Success: the box's centre comes within `config.success_distance` of its
     resting place at the middle of the table top.
@@ -38,9 +51,27 @@ class Carry(Task):
     name = "carry"
     scene = "carry"
     variant = "h1_hands"
-    sites = BOX_SITES + ("table", "stand")
+    sites = BOX_SITES + ("table",)
     joints = BOX_JOINTS
     Config = CarryConfig
+
+    @staticmethod
+    def scene_along(box_path: np.ndarray) -> tuple[Placement, ...]:
+        """The props laid out for a clip whose box follows `box_path` [T, 3] (world positions, m).
+
+        The box starts at its first position; the table stands centred under
+        its last, its top just under the box's bottom there, so the clip's
+        last frame sets the box down on it.
+        """
+        start, end = (tuple(float(v) for v in p) for p in (box_path[0], box_path[-1]))
+        height = end[2] - BOX_HALF_SIZE[2]
+        if height <= 0.1:
+            raise UserError(f"the clip leaves the box {end[2]:.2f} m high, too low for a table under it")
+        half_top = (BOX_HALF_SIZE[0] + TABLE_MARGIN, BOX_HALF_SIZE[1] + TABLE_MARGIN)
+        return (
+            Placement("box", start),
+            Placement("table", (end[0], end[1], 0.0), (("height", height), ("half_top", half_top))),
+        )
 
     def _box_to_goal(self, view):
         goal = view.site("table") + jnp.asarray([0.0, 0.0, BOX_HALF_SIZE[2]])

@@ -14,6 +14,12 @@ Lagrangian mode reads the parts separately from the metrics:
 `imitation/tracking_error` (metres) and `task/reward` (the objective's terms,
 unweighted).
 
+With `object_joint`, reference-state initialisation also puts that free
+object (the box) where the clip has it (`reference.held_object`), and with
+`scene_from_clip` the objective lays its props out along the clip's object
+path (carry: the table where the clip sets the box down), so that following
+the clip is also a way to solve the objective.
+
 Success: the episode reaches its time limit without early termination and,
 with an objective, the objective's own success criterion holds.
 """
@@ -24,10 +30,20 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import mujoco
+import numpy as np
 
 from metaworld_x.envs import rotations
 from metaworld_x.envs.observations import to_heading_frame
-from metaworld_x.envs.reference import ReferenceFrame, ReferenceMotion, facing_forward, frame_at, from_clips
+from metaworld_x.envs.physics_view import JointSlice, ViewLayout
+from metaworld_x.envs.reference import (
+    ReferenceFrame,
+    ReferenceMotion,
+    facing_forward,
+    frame_at,
+    from_clips,
+    object_at,
+)
 from metaworld_x.envs.state import PhysicsInit
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
 from metaworld_x.errors import UserError
@@ -87,13 +103,17 @@ class TrackingConfig(TaskConfig):
     com_k: float = 2.0
     """exp(-k·squared error of the centre of mass velocity against the reference root velocity ((m/s)²))."""
     max_deviation: float = 0.5
-    """Early termination when any keypoint is farther than this (m) from its reference."""
+    """Early termination when a keypoint or the `object_joint` object is farther than this (m) from its reference."""
     fall_margin: float = 0.3
     """Early termination ("fall") when the root is this much (m) lower than the reference's."""
     track_weight: float = 1.0
     """Weight of the imitation terms in the reward (the paper's w_track)."""
     task_weight: float = 1.0
     """Weight of the objective's terms in the reward (the paper's w_task)."""
+    object_joint: str | None = None
+    """A free joint of the scene ("box") that reset puts where the clip has its object; None: where the scene does."""
+    scene_from_clip: bool = False
+    """Lay the objective's props out along the clip's object path (its `scene_along`); needs one clip with an object."""
     rewards: TrackingRewards = field(default_factory=TrackingRewards)
 
     def __post_init__(self):
@@ -104,6 +124,8 @@ class TrackingConfig(TaskConfig):
             raise UserError(f"phase_zero_fraction must be in [0, 1], got {self.phase_zero_fraction}")
         if any(s < 1 for s in self.future_steps):
             raise UserError(f"future_steps must be positive, got {self.future_steps}")
+        if self.scene_from_clip and len(self.clips) != 1:
+            raise UserError(f"scene_from_clip lays one scene out along one clip; got {len(self.clips)} clips")
 
 
 def clip_path(name: str) -> Path:
@@ -129,6 +151,11 @@ class Tracking(Task):
         super().__post_init__()
         if self.objective is not None and self.objective.config.frame_skip != self.config.frame_skip:
             raise UserError("a tracking task and its objective must share frame_skip")
+        if self.config.scene_from_clip and not hasattr(self.objective, "scene_along"):
+            raise UserError(
+                f"scene_from_clip needs an objective that lays its scene out along a clip (carry does);"
+                f" {self.objective.name if self.objective else 'pure tracking'} does not"
+            )
 
     # ---- scene and view ------------------------------------------------------
 
@@ -152,7 +179,21 @@ class Tracking(Task):
 
     @property
     def joints(self) -> tuple[str, ...]:  # type: ignore[override]
-        return self.objective.joints if self.objective else ()
+        own = (self.config.object_joint,) if self.config.object_joint else ()
+        return tuple(dict.fromkeys((self.objective.joints if self.objective else ()) + own))
+
+    def build_spec(self, robot_path=None):
+        """The objective's scene; with `scene_from_clip`, its props laid out along the clip's object path."""
+        if not self.config.scene_from_clip:
+            return super().build_spec(robot_path)
+        from metaworld_x.envs.sensors import add_view_sensors
+        from metaworld_x.scene import build_scene
+
+        ref = self._reference_with_object()
+        path = np.asarray(ref.object_pos)[0, : np.asarray(ref.num_frames)[0]]
+        spec = build_scene(self.objective.scene_along(path), self.variant, robot_path)
+        add_view_sensors(spec)
+        return spec
 
     @cached_property
     def reference(self) -> ReferenceMotion:
@@ -163,6 +204,31 @@ class Tracking(Task):
             clips = [facing_forward(c) for c in clips]
         loop = [self.config.loop if self.config.loop is not None else bool(c.info.get("loop", False)) for c in clips]
         return from_clips(clips, loop)
+
+    def _reference_with_object(self) -> ReferenceMotion:
+        """The reference, checked to carry an object pose in every clip."""
+        ref = self.reference
+        missing = [c for c, has in zip(self.config.clips, np.asarray(ref.has_object)) if not has]
+        if missing:
+            raise UserError(
+                f"clip(s) {', '.join(missing)} have no object pose, which object_joint and scene_from_clip need"
+            )
+        return ref
+
+    @cached_property
+    def _object(self) -> JointSlice | None:
+        """Where `config.object_joint` sits in qpos and qvel (the robot comes first: any H1 model agrees)."""
+        name = self.config.object_joint
+        if name is None:
+            return None
+        self._reference_with_object()
+        model = self.build_model()
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name) < 0:
+            raise UserError(f"object_joint {name!r}: the {self.scene} scene has no joint of that name")
+        joint = ViewLayout.from_model(model, joints=(name,)).joint(name)
+        if (joint.qpos_size, joint.qvel_size) != (7, 6):
+            raise UserError(f"object_joint {name!r} must be a free joint, to take the clip's object pose")
+        return joint
 
     @property
     def control_dt(self) -> float:
@@ -263,11 +329,16 @@ class Tracking(Task):
         return info
 
     def reset_physics(self, rng, home: PhysicsInit, info) -> PhysicsInit:
-        """Reference-state initialisation: the robot in the clip's pose and velocity at the start time."""
+        """Reference-state initialisation: the robot (and `object_joint`) in the clip's state at the start time."""
         ref = self._frame(info)
         n = len(JOINT_NAMES)
         qpos = home.qpos.at[:3].set(ref.root_pos).at[3:7].set(ref.root_quat).at[7 : 7 + n].set(ref.joint_pos)
         qvel = home.qvel.at[:3].set(ref.root_lin_vel).at[3:6].set(ref.root_ang_vel).at[6 : 6 + n].set(ref.joint_vel)
+        if self._object is not None:
+            obj = object_at(self.reference, info["clip"], info["ref_time"])
+            q, v = self._object.qpos_start, self._object.qvel_start
+            qpos = qpos.at[q : q + 3].set(obj.pos).at[q + 3 : q + 7].set(obj.quat)
+            qvel = qvel.at[v : v + 3].set(obj.lin_vel).at[v + 3 : v + 6].set(obj.ang_vel)
         return home.replace(qpos=qpos, qvel=qvel)
 
     # ---- during the episode --------------------------------------------------
@@ -312,7 +383,11 @@ class Tracking(Task):
 
     def _terminate_deviation(self, view, info):
         ref = self._frame(info)
-        return jnp.max(jnp.linalg.norm(self._keypoints(view) - ref.keypoint_pos, axis=-1)) > self.config.max_deviation
+        worst = jnp.max(jnp.linalg.norm(self._keypoints(view) - ref.keypoint_pos, axis=-1))
+        if self._object is not None:  # a dropped box ends the episode like a lost foot
+            target = object_at(self.reference, info["clip"], info["ref_time"]).pos
+            worst = jnp.maximum(worst, jnp.linalg.norm(view.joint_qpos(self.config.object_joint)[:3] - target))
+        return worst > self.config.max_deviation
 
     def success(self, view, info):
         alive_to_end = info["step"] >= self.config.episode_length

@@ -1,0 +1,205 @@
+"""The carry expert's setup: the box starts in the clip's hands and the table is where the clip sets it down.
+
+Tracking with `object_joint` puts the scene's box where the clip's hands hold
+it at every reference-state start, and with `scene_from_clip` the carry
+objective lays its table out under the clip's last box position, so following
+the clip delivers the box. Both are opt-in; the composite carry scene the
+router's fetch task uses is unchanged.
+"""
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import mujoco.batch
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from metaworld_x.envs.compiled import CompiledTask
+from metaworld_x.envs.expert import expert_task
+from metaworld_x.envs.physics_view import BatchViewReader
+from metaworld_x.envs.reference import facing_forward, frame_at, held_object, object_at
+from metaworld_x.envs.task import with_overrides
+from metaworld_x.envs.tasks import make_task
+from metaworld_x.envs.tasks.box import HOLDING_DISTANCE
+from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
+from metaworld_x.errors import UserError
+from metaworld_x.expert_specs import EXPERTS
+from metaworld_x.motion.clip import load_clip
+from metaworld_x.paths import MOTIONS_DIR
+from metaworld_x.scene import build_model, build_scene
+from metaworld_x.scene.compose import Placement
+from metaworld_x.scene.props import BOX_HALF_SIZE, TABLE_HEIGHT
+
+pytestmark = pytest.mark.skipif(
+    not (MOTIONS_DIR / "carry.npz").is_file(), reason="assets/motions/carry.npz (the OMOMO carry clip) is missing"
+)
+
+STARTS = 24
+HANDS = ("left_hand", "right_hand")
+
+
+@pytest.fixture(scope="module")
+def carry():
+    """(the carry expert's task, its compiled model, STARTS reset draws: PhysicsInit and info, [STARTS] each)."""
+    task = expert_task(EXPERTS["carry"])
+    compiled = CompiledTask.build(task)
+    init, info = jax.jit(compiled.sample_resets)(jax.random.split(jax.random.PRNGKey(0), STARTS))
+    return task, compiled, jax.device_get(init), jax.device_get(info)
+
+
+def _data(compiled, qpos, qvel) -> mujoco.MjData:
+    data = mujoco.MjData(compiled.model)
+    data.qpos[:], data.qvel[:] = qpos, qvel
+    mujoco.mj_forward(compiled.model, data)
+    return data
+
+
+def _view(compiled, qpos, qvel):
+    """One world's PhysicsView, read as the cpu backend reads it."""
+    batch = mujoco.batch.Batch(compiled.model, 1, 1)
+    reader = BatchViewReader(batch, compiled.layout)  # a batch fills only the fields bound before it computes
+    batch.reset(keyframe=0, stage=mujoco.mjtStage.mjSTAGE_NONE)
+    batch.bind("qpos")[0] = qpos
+    batch.bind("qvel")[0] = qvel
+    batch.forward(stage=mujoco.mjtStage.mjSTAGE_VEL)
+    return jax.tree.map(lambda x: jnp.asarray(x[0]), reader.read())
+
+
+def test_every_start_puts_the_box_between_the_palms(carry):
+    task, compiled, init, info = carry
+    box_q = compiled.layout.joint("box").qpos_start
+    expected = jax.jit(jax.vmap(lambda c, t: object_at(task.reference, c, t).pos))(info["clip"], info["ref_time"])
+    palms = []
+    for i in range(STARTS):
+        data = _data(compiled, init.qpos[i], init.qvel[i])
+        np.testing.assert_allclose(data.qpos[box_q : box_q + 3], expected[i], atol=1e-5)
+        palms.append([np.linalg.norm(data.site(f"{side}_palm").xpos - data.body("box").xpos) for side in ("left", "right")])
+    palms = np.asarray(palms)
+    # pressed on the box's sides; the clip's hands open a little as it sets the box down
+    assert abs(np.median(palms) - HOLDING_DISTANCE) < 0.01, palms
+    assert (palms > HOLDING_DISTANCE - 0.02).all() and (palms < HOLDING_DISTANCE + 0.05).all(), palms
+
+
+def test_the_box_starts_in_the_grip_and_is_not_thrown(carry):
+    """No deep overlap at the start, and the box stays by its reference while the reference targets are held."""
+    task, compiled, init, info = carry
+    model, box_q = compiled.model, compiled.layout.joint("box").qpos_start
+    starts = np.arange(0, STARTS, 3)
+    times = info["ref_time"][starts, None] + task.control_dt * np.arange(1, 4)  # [starts, 3 control steps]
+    targets, boxes = jax.jit(jax.vmap(jax.vmap(
+        lambda t: (frame_at(task.reference, 0, t).joint_pos, object_at(task.reference, 0, t).pos)
+    )))(times)
+    for row, i in enumerate(starts):
+        data = _data(compiled, init.qpos[i], init.qvel[i])
+        box = model.geom("box").id
+        depth = max([-c.dist for c in data.contact[: data.ncon] if box in (c.geom1, c.geom2)] + [0.0])
+        assert depth < 0.03, f"start {i}: the box overlaps the robot by {depth * 100:.1f} cm"
+        for k in range(3):
+            data.ctrl[:] = targets[row, k]
+            mujoco.mj_step(model, data, nstep=task.config.frame_skip)
+            off = np.linalg.norm(data.qpos[box_q : box_q + 3] - boxes[row, k])
+            # it starts sliding down the palms, which the reference does not squeeze, but is not thrown
+            assert off < 0.01 * (k + 2), f"start {i}: the box is {off * 100:.1f} cm off after {k + 1} steps"
+
+
+def test_box_velocities_are_the_derivatives_of_its_path():
+    track = held_object(facing_forward(load_clip(MOTIONS_DIR / "carry.npz")))
+    dt = 1.0 / 50
+    moved = track["object_pos"][2:] - track["object_pos"][:-2]
+    np.testing.assert_allclose(moved / (2 * dt), track["object_lin_vel"][1:-1], atol=1e-4)
+    rot = Rotation.from_quat(track["object_quat"], scalar_first=True)
+    predicted = rot[:-1] * Rotation.from_rotvec(track["object_ang_vel"][:-1] * dt)  # box-frame rates
+    assert np.degrees((predicted.inv() * rot[1:]).magnitude()).max() < 1.0
+
+
+def test_the_box_sits_square_between_the_hands_unlike_the_raw_object_pose():
+    clip = load_clip(MOTIONS_DIR / "carry.npz")
+    track = held_object(clip)
+    hands = [clip.keypoint_pos[:, clip.keypoint_names.index(h)] for h in HANDS]
+
+    def in_frame(quat, pos, point):
+        return Rotation.from_quat(quat, scalar_first=True).inv().apply(point - pos)
+
+    left, right = (in_frame(track["object_quat"], track["object_pos"], h) for h in hands)
+    across = np.median(left - right, axis=0)
+    assert np.linalg.norm(np.median((left + right) / 2, axis=0)) < 0.01, "centred between the hands"
+    assert across[1] > 0.99 * np.linalg.norm(across), "its y axis runs from the right hand to the left"
+    assert Rotation.from_quat(track["object_quat"], scalar_first=True).apply([0, 0, 1.0])[:, 2].min() > 0.95
+    raw = in_frame(clip.object_pose[:, :4], clip.object_pose[:, 4:], (hands[0] + hands[1]) / 2)
+    assert np.linalg.norm(np.median(raw, axis=0)) > 0.04, "the source mesh's origin is off the hands' line"
+
+
+def test_the_table_stands_where_the_clip_sets_the_box_down(carry):
+    task, compiled, init, info = carry
+    end = float(task.reference.duration(0))
+    final, ref = object_at(task.reference, 0, end), frame_at(task.reference, 0, end)
+    table = _data(compiled, compiled.model.key_qpos[0], compiled.model.key_qvel[0]).site("table").xpos
+    np.testing.assert_allclose(table, np.asarray(final.pos) - [0, 0, BOX_HALF_SIZE[2]], atol=1e-4)
+    assert table[0] > 1.5, "face_forward turns the carry onto +x: the table is ahead"
+    # the clip's last frame, with the box where it leaves it, is a delivery; the first is not
+    qpos = np.concatenate([ref.root_pos, ref.root_quat, ref.joint_pos, final.pos, final.quat])
+    assert bool(task.objective.success(_view(compiled, qpos, np.zeros(compiled.model.nv)), {}))
+    first = int(np.argmin(info["ref_time"]))
+    assert not bool(task.objective.success(_view(compiled, init.qpos[first], init.qvel[first]), {}))
+
+
+def test_the_clip_walks_up_to_the_table_without_touching_it(carry):
+    task, compiled, _, _ = carry
+    model = compiled.model
+    data = mujoco.MjData(model)
+    table = {g for g in range(model.ngeom) if model.body(model.geom_bodyid[g]).name == "table"}
+    pelvis = model.body("pelvis").id
+    for time in np.linspace(0.0, float(task.reference.duration(0)), 60):
+        ref = frame_at(task.reference, 0, time)
+        data.qpos[:3], data.qpos[3:7], data.qpos[7:26] = ref.root_pos, ref.root_quat, ref.joint_pos
+        mujoco.mj_forward(model, data)
+        for c in data.contact[: data.ncon]:
+            robot = [g for g in (c.geom1, c.geom2) if model.body_rootid[model.geom_bodyid[g]] == pelvis]
+            assert not ({c.geom1, c.geom2} & table and robot), f"t = {time:.2f} s: {model.geom(robot[0]).name} hits the table"
+
+
+def test_a_dropped_box_ends_the_episode(carry):
+    task, compiled, init, info = carry
+    one = {k: v[0] for k, v in info.items()}
+    view = _view(compiled, init.qpos[0], init.qvel[0])
+    assert not bool(task._terminate_deviation(view, one))
+    box_z = compiled.layout.joint("box").qpos_start + 2
+    dropped = view.replace(qpos=view.qpos.at[box_z].add(-(task.config.max_deviation + 0.05)))
+    assert bool(task._terminate_deviation(dropped, one))
+
+
+def test_object_initialisation_is_opt_in():
+    assert TrackingConfig().object_joint is None and not TrackingConfig().scene_from_clip
+    for skill in ("stand", "walk"):
+        assert not {"object_joint", "scene_from_clip"} & set(EXPERTS[skill].tracking)
+    plain = Tracking(with_overrides(TrackingConfig(), {"clips": ("carry",)}), objective=make_task("carry"))
+    compiled = CompiledTask.build(plain)
+    key = jax.random.PRNGKey(0)
+    init = plain.reset_physics(key, compiled.home, plain.reset_info(key))
+    np.testing.assert_array_equal(np.asarray(init.qpos)[26:], np.asarray(compiled.home.qpos)[26:])
+    assert compiled.model.nbody == build_model("carry", "h1_hands").nbody, "the objective's own scene"
+
+
+def test_the_composite_carry_scene_keeps_the_stand_and_the_far_table():
+    model = build_model("carry", "h1_hands")
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    np.testing.assert_allclose(data.site("table").xpos, (3.0, 0.0, TABLE_HEIGHT))
+    assert data.site("stand").xpos[0] == 1.0 and data.body("box").xpos[0] == 1.0
+    assert make_task("carry").scene == "carry"
+
+
+def test_bad_object_settings_are_user_errors():
+    key = jax.random.PRNGKey(0)
+    with pytest.raises(UserError, match="one clip"):
+        TrackingConfig(clips=("carry", "pickup"), scene_from_clip=True)
+    with pytest.raises(UserError, match="scene_from_clip needs an objective"):
+        Tracking(with_overrides(TrackingConfig(), {"clips": ("carry",), "scene_from_clip": True}), objective=make_task("walk"))
+    walk = Tracking(with_overrides(TrackingConfig(), {"clips": ("walk",), "object_joint": "box"}), objective=make_task("carry"))
+    with pytest.raises(UserError, match="walk have no object pose"):
+        walk.reset_physics(key, CompiledTask.build(walk).home, walk.reset_info(key))
+    with pytest.raises(UserError, match="named 'box'"):
+        CompiledTask.build(Tracking(with_overrides(TrackingConfig(), {"clips": ("carry",), "object_joint": "box"})))
+    with pytest.raises(UserError, match="'box' cannot take the options"):
+        build_scene((Placement("box", (0.0, 0.0, 1.0), (("height", 0.5),)),))
