@@ -137,3 +137,48 @@ def test_metadata_is_plain_json(model, tmp_path):
 def test_a_clip_with_wrong_shapes_cannot_be_built(model):
     with pytest.raises(UserError, match="contacts must have shape"):
         dataclasses.replace(_clip(model), contacts=np.zeros((3, 2), dtype=bool))
+
+
+def _with_props(model, frames=10) -> Clip:
+    angles = np.linspace(0.0, 1.0, frames)[:, None]
+    box = np.tile([0.8, 0.0, 0.15, 1.0, 0.0, 0.0, 0.0], (frames, 1))
+    return dataclasses.replace(_clip(model, frames), prop_joints=(("door_hinge", 1), ("box", 7)),
+                               prop_qpos=np.concatenate([angles, box], axis=1))
+
+
+def test_props_round_trip_by_joint(model, tmp_path):
+    original = _with_props(model)
+    loaded = load_clip(save_clip(original, tmp_path / "door.npz"), model)
+    assert loaded.prop_joints == (("door_hinge", 1), ("box", 7))
+    np.testing.assert_allclose(loaded.prop("door_hinge")[:, 0], np.linspace(0.0, 1.0, 10), atol=1e-6)
+    np.testing.assert_allclose(loaded.prop("box"), original.prop("box"), atol=1e-6)
+    with pytest.raises(UserError, match="records no scene joint 'lid'"):
+        loaded.prop("lid")
+
+
+def test_a_version_1_clip_reads_as_one_without_props(model, tmp_path):
+    path = save_clip(_clip(model), tmp_path / "walk.npz")
+    with np.load(path) as data:
+        arrays = {key: data[key].copy() for key in data.files}
+    meta = json.loads(str(arrays["metadata"][()]))
+    del meta["prop_joints"]
+    np.savez(path, **{**arrays, "metadata": np.array(json.dumps({**meta, "format_version": 1}))})
+    assert read_clip(path).prop_joints == () and read_clip(path).prop_qpos is None
+    np.savez(path, **{**arrays, "metadata": np.array(json.dumps({**meta, "format_version": 3}))})
+    with pytest.raises(UserError, match="clip format 3"):
+        read_clip(path)
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (dict(prop_joints=(("door_hinge", 1),)), "prop_qpos must have shape"),
+        (dict(prop_joints=(("door_hinge", 1), ("ball", 4))), "sizes must be in"),
+        (dict(prop_joints=(("box", 1), ("box", 7))), "names a joint twice"),
+        (dict(prop_qpos=None), "come together"),
+        (dict(prop_qpos=np.tile([0.0, 0.8, 0.0, 0.15, 2.0, 0.0, 0.0, 0.0], (10, 1))), "quaternion is not unit length"),
+    ],
+)
+def test_bad_props_cannot_be_built(model, change, message):
+    with pytest.raises(UserError, match=message):
+        dataclasses.replace(_with_props(model), **change)

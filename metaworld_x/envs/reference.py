@@ -7,7 +7,9 @@ than it lasts; a one-shot clip (sit down) holds its last frame.
 
 A clip with an object (OMOMO's box) also gives the pose and velocity the
 scene's box should have at any time (`object_at`): see `held_object` for how
-the clip's object becomes the scene's box.
+the clip's object becomes the scene's box. A clip with props (a keyframed clip
+that pushes the scene's box or opens its door) gives those scene joints'
+qpos and qvel at any time (`props_at`), already in the scene's terms.
 """
 
 import dataclasses
@@ -56,6 +58,14 @@ class ObjectFrame:
 
 
 @struct.dataclass
+class PropFrame:
+    """The clip's props at one instant, one world: the qpos and qvel of `ReferenceMotion.prop_joints`, joint after joint."""
+
+    qpos: jax.Array  # [P]
+    qvel: jax.Array  # [V]
+
+
+@struct.dataclass
 class ReferenceMotion:
     """C clips, padded to T frames by repeating each one's last frame."""
 
@@ -71,11 +81,15 @@ class ReferenceMotion:
     object_lin_vel: jax.Array  # [C, T, 3] world frame
     object_ang_vel: jax.Array  # [C, T, 3] box frame
     has_object: jax.Array  # [C] bool: the clip has an object pose
+    prop_qpos: jax.Array  # [C, T, P] the scene joints `prop_joints` names, MuJoCo layout; [C, T, 0] without props
+    prop_qvel: jax.Array  # [C, T, V] their velocities (a free joint's angular one in its body frame)
     num_frames: jax.Array  # [C] int
     loop: jax.Array  # [C] bool
     cycle_shift: jax.Array  # [C, 3] horizontal root displacement per cycle
     fps: float = struct.field(pytree_node=False)
     keypoint_names: tuple[str, ...] = struct.field(pytree_node=False)
+    prop_joints: tuple[tuple[str, int], ...] = struct.field(pytree_node=False, default=())
+    """(scene joint, qpos size) of each prop the clips record, as in `Clip.prop_joints`."""
 
     @property
     def num_clips(self) -> int:
@@ -116,6 +130,11 @@ def facing_forward(clip: Clip) -> Clip:
     object_pose = clip.object_pose
     if object_pose is not None:  # (w, x, y, z) then position
         object_pose = np.concatenate([turn_quat(object_pose[:, :4]), place(object_pose[:, 4:])], axis=-1)
+    prop_qpos = None if clip.prop_qpos is None else clip.prop_qpos.copy()
+    for start, size in _prop_slices(clip.prop_joints):
+        if size == 7:  # a free prop turns with the clip; a hinge's angle is its own
+            pose = prop_qpos[:, start : start + 7]
+            prop_qpos[:, start : start + 7] = np.concatenate([place(pose[:, :3]), turn_quat(pose[:, 3:])], axis=-1)
     return dataclasses.replace(
         clip,
         root_pos=place(clip.root_pos),
@@ -125,6 +144,7 @@ def facing_forward(clip: Clip) -> Clip:
         target_pos=place(clip.target_pos),
         human_pos=place(clip.human_pos),
         object_pose=object_pose,
+        prop_qpos=prop_qpos,
     )
 
 
@@ -158,13 +178,43 @@ def held_object(clip: Clip) -> dict[str, np.ndarray]:
         z /= np.linalg.norm(z)
         pos = pos + rot.apply((left + right) / 2)
         rot = rot * Rotation.from_matrix(np.stack([np.cross(y, z), y, z], axis=1))
-    step = (rot[:-1].inv() * rot[1:]).as_rotvec() * clip.fps  # [T-1] box-frame rates between frames
     return {
         "object_pos": pos,
         "object_quat": rot.as_quat(scalar_first=True),
         "object_lin_vel": np.gradient(pos, 1.0 / clip.fps, axis=0),
-        "object_ang_vel": np.concatenate([step[:1], (step[:-1] + step[1:]) / 2, step[-1:]]),
+        "object_ang_vel": _body_rates(rot, clip.fps),
     }
+
+
+def _body_rates(rot, fps: float) -> np.ndarray:
+    """[T, 3] body-frame angular velocity of a scipy Rotation series: central differences, one-sided at the ends."""
+    step = (rot[:-1].inv() * rot[1:]).as_rotvec() * fps  # [T-1] rates between frames
+    return np.concatenate([step[:1], (step[:-1] + step[1:]) / 2, step[-1:]])
+
+
+def _prop_slices(joints: Sequence[tuple[str, int]]) -> list[tuple[int, int]]:
+    """(qpos start, size) of each prop joint in a clip's prop_qpos."""
+    sizes = [size for _, size in joints]
+    return list(zip(np.cumsum([0] + sizes[:-1]).tolist(), sizes))
+
+
+def prop_velocities(clip: Clip) -> np.ndarray:
+    """[T, V] MuJoCo qvel of the clip's props: rates of change of prop_qpos (central differences).
+
+    A hinge or slide's speed; a free joint's linear velocity (world frame)
+    then angular velocity (its body frame), as MuJoCo's qvel has them.
+    """
+    from scipy.spatial.transform import Rotation
+
+    parts = []
+    for start, size in _prop_slices(clip.prop_joints):
+        qpos = clip.prop_qpos[:, start : start + size].astype(np.float64)
+        if size == 7:
+            rot = Rotation.from_quat(qpos[:, 3:], scalar_first=True)
+            parts += [np.gradient(qpos[:, :3], 1.0 / clip.fps, axis=0), _body_rates(rot, clip.fps)]
+        else:
+            parts.append(np.gradient(qpos, 1.0 / clip.fps, axis=0))
+    return np.concatenate(parts, axis=-1) if parts else np.zeros((clip.num_frames, 0))
 
 
 def _no_object(clip: Clip) -> dict[str, np.ndarray]:
@@ -194,6 +244,15 @@ def from_clips(clips: Sequence[Clip], loop: Sequence[bool]) -> ReferenceMotion:
         name: jnp.asarray(np.stack([pad(o[name]) for o in objects]), jnp.float32)
         for name in _OBJECT_VECTORS + ("object_quat",)
     })
+    props = {c.prop_joints for c in clips}
+    if len(props) > 1:
+        raise UserError(
+            f"clips of one task must record the same props; got {sorted(list(p) for p in props)}"
+        )
+    arrays["prop_qpos"] = jnp.asarray(np.stack([
+        pad(c.prop_qpos if c.prop_qpos is not None else np.zeros((c.num_frames, 0))) for c in clips
+    ]), jnp.float32)
+    arrays["prop_qvel"] = jnp.asarray(np.stack([pad(prop_velocities(c)) for c in clips]), jnp.float32)
     shift = np.stack([c.root_pos[-1] - c.root_pos[0] for c in clips]) * np.array([1.0, 1.0, 0.0])
     return ReferenceMotion(
         root_quat=jnp.asarray(np.stack([pad(c.root_quat) for c in clips]), jnp.float32),
@@ -203,6 +262,7 @@ def from_clips(clips: Sequence[Clip], loop: Sequence[bool]) -> ReferenceMotion:
         cycle_shift=jnp.asarray(shift, jnp.float32),
         fps=float(next(iter(fps))),
         keypoint_names=next(iter(names)),
+        prop_joints=next(iter(props)),
         **arrays,
     )
 
@@ -258,3 +318,23 @@ def object_at(ref: ReferenceMotion, clip, time) -> ObjectFrame:
         lin_vel=playing * lerp("object_lin_vel"),
         ang_vel=playing * lerp("object_ang_vel"),
     )
+
+
+def props_at(ref: ReferenceMotion, clip, time) -> PropFrame:
+    """The props of clip index `clip` at `time` seconds (scalars), interpolated like `frame_at`.
+
+    A free prop's position moves on with a looping clip's root, as `object_at`'s box does.
+    """
+    lower, upper, weight, cycles, playing = _sample(ref, clip, time)
+
+    def lerp(name):
+        series = getattr(ref, name)[clip]
+        return (1 - weight) * series[lower] + weight * series[upper]
+
+    qpos = lerp("prop_qpos")
+    for start, size in _prop_slices(ref.prop_joints):
+        if size == 7:  # nlerp: a blend of unit quaternions, normalised
+            quat = qpos[start + 3 : start + 7]
+            position = qpos[start : start + 3] + cycles * ref.cycle_shift[clip]
+            qpos = qpos.at[start : start + 3].set(position).at[start + 3 : start + 7].set(quat / jnp.linalg.norm(quat))
+    return PropFrame(qpos=qpos, qvel=playing * lerp("prop_qvel"))

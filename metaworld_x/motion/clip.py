@@ -11,6 +11,10 @@ Arrays (T frames at `fps`, float32 unless noted):
 - `human_pos` [T, H, 3]: the human's keypoints scaled uniformly, named by `human_names` (for display).
 - `contacts` [T, 2] bool: left, right foot in stance.
 - `object_pose` [T, 7], optional: object quaternion (w, x, y, z) then position, same world and scale.
+  A source object's own frame (OMOMO's mesh), not a scene prop's: see `reference.held_object`.
+- `prop_qpos` [T, P], optional: the state of the scene joints the clip moves (the box it pushes, the
+  door's hinge), in MuJoCo's qpos layout (a free joint: position then quaternion (w, x, y, z); a hinge
+  or slide: one value), joint after joint as `prop_joints` in the metadata names them with their sizes.
 - `metadata`: a 0-d unicode array holding a JSON object (see `Clip`).
 """
 
@@ -31,7 +35,11 @@ from metaworld_x.robot.constants import JOINT_NAMES
 if TYPE_CHECKING:
     import mujoco
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Version 2 added `prop_qpos` and `prop_joints`; a version 1 file is a version 2 clip without props.
+READABLE_VERSIONS = (1, 2)
+# qpos size of each kind of scene joint a clip may record: free (7), hinge or slide (1).
+PROP_JOINT_SIZES = (1, 7)
 SOURCE_KINDS = ("mocap", "keyframed")
 _FLOAT_ARRAYS = (
     "root_pos", "root_quat", "joint_pos", "joint_vel", "root_lin_vel", "root_ang_vel",
@@ -41,6 +49,8 @@ _METADATA_KEYS = (
     "format_version", "skill", "fps", "num_frames", "source", "source_file", "licence",
     "attribution", "robot_hash", "keypoint_names", "human_names", "quality", "info",
 )
+# Metadata that version 1 files lack, and its value there.
+_METADATA_SINCE_V2 = {"prop_joints": []}
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,7 +60,7 @@ class Clip:
     Attributes:
       skill: the expert it serves (stand, walk, ...).
       fps: frames per second (the control rate, 50).
-      root_pos .. object_pose: the arrays of the module docstring.
+      root_pos .. object_pose, prop_qpos: the arrays of the module docstring.
       keypoint_names: [K] robot body or site name of each keypoint_pos / target_pos column.
       human_names: [H] canonical human keypoint of each human_pos column.
       source: 'mocap' or 'keyframed'.
@@ -61,6 +71,7 @@ class Clip:
       quality: retarget quality figures (see `metaworld_x.motion.quality`).
       info: how the clip was made (segment_s, scale, floor_offset, ...) and
         `loop`: whether the clip is one cycle that may repeat (root displaced).
+      prop_joints: (scene joint name, qpos size) of each joint in prop_qpos, in its order.
     """
 
     skill: str
@@ -85,6 +96,8 @@ class Clip:
     quality: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     object_pose: np.ndarray | None = None
+    prop_joints: tuple[tuple[str, int], ...] = ()
+    prop_qpos: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         _validate(self, f"clip {self.skill!r}")
@@ -108,6 +121,15 @@ class Clip:
         """[T, 25] MuJoCo qvel: root linear (world), root angular (local), joint speeds."""
         return np.concatenate([self.root_lin_vel, self.root_ang_vel, self.joint_vel], axis=-1)
 
+    def prop(self, joint: str) -> np.ndarray:
+        """[T, size] the recorded qpos of scene joint `joint`."""
+        start = 0
+        for name, size in self.prop_joints:
+            if name == joint:
+                return self.prop_qpos[:, start : start + size]
+            start += size
+        raise UserError(f"clip {self.skill!r} records no scene joint {joint!r}; it records {[n for n, _ in self.prop_joints]}")
+
     def metadata(self) -> dict[str, Any]:
         return {
             "format_version": FORMAT_VERSION, "skill": self.skill, "fps": self.fps,
@@ -115,6 +137,7 @@ class Clip:
             "licence": self.licence, "attribution": self.attribution, "robot_hash": self.robot_hash,
             "keypoint_names": list(self.keypoint_names), "human_names": list(self.human_names),
             "quality": self.quality, "info": self.info,
+            "prop_joints": [[name, size] for name, size in self.prop_joints],
         }
 
 
@@ -126,6 +149,8 @@ def save_clip(clip: Clip, path: str | Path) -> Path:
     arrays["contacts"] = np.asarray(clip.contacts, dtype=bool)
     if clip.object_pose is not None:
         arrays["object_pose"] = np.asarray(clip.object_pose, dtype=np.float32)
+    if clip.prop_qpos is not None:
+        arrays["prop_qpos"] = np.asarray(clip.prop_qpos, dtype=np.float32)
     arrays["metadata"] = np.array(json.dumps(clip.metadata(), sort_keys=True))
     descriptor, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -184,15 +209,25 @@ def read_clip(path: str | Path) -> Clip:
     absent = [key for key in _METADATA_KEYS if key not in meta]
     if absent:
         raise UserError(f"{path}: metadata lacks {absent}")
-    if meta["format_version"] != FORMAT_VERSION:
-        raise UserError(f"{path}: clip format {meta['format_version']}, this code reads {FORMAT_VERSION}; remake the clip")
-    for name in (*_FLOAT_ARRAYS, "object_pose"):
+    if meta["format_version"] not in READABLE_VERSIONS:
+        raise UserError(
+            f"{path}: clip format {meta['format_version']}, this code reads {READABLE_VERSIONS}; remake the clip"
+        )
+    if meta["format_version"] == 1:
+        meta = {**_METADATA_SINCE_V2, **meta}
+    elif "prop_joints" not in meta:
+        raise UserError(f"{path}: metadata lacks ['prop_joints']")
+    for name in (*_FLOAT_ARRAYS, "object_pose", "prop_qpos"):
         if name in arrays and arrays[name].dtype != np.float32:
             raise UserError(f"{path}: {name} must be float32, got {arrays[name].dtype}")
     if arrays["contacts"].dtype != bool:
         raise UserError(f"{path}: contacts must be bool, got {arrays['contacts'].dtype}")
     if meta["num_frames"] != arrays["root_pos"].shape[0]:
         raise UserError(f"{path}: metadata says {meta['num_frames']} frames, root_pos has {arrays['root_pos'].shape[0]}")
+    try:
+        prop_joints = tuple((str(name), int(size)) for name, size in meta["prop_joints"])
+    except (TypeError, ValueError) as error:
+        raise UserError(f"{path}: prop_joints must be [name, qpos size] pairs ({error})") from None
     try:
         return Clip(
             skill=meta["skill"], fps=float(meta["fps"]),
@@ -201,6 +236,7 @@ def read_clip(path: str | Path) -> Clip:
             source=meta["source"], source_file=meta["source_file"], licence=meta["licence"],
             attribution=meta["attribution"], robot_hash=meta["robot_hash"],
             quality=meta["quality"], info=meta["info"], object_pose=arrays.get("object_pose"),
+            prop_joints=prop_joints, prop_qpos=arrays.get("prop_qpos"),
         )
     except UserError as error:
         raise UserError(f"{path}: {error}") from None
@@ -229,6 +265,9 @@ def _validate(clip: Clip, where: str) -> None:
     }
     if clip.object_pose is not None:
         shapes["object_pose"] = (count, 7)
+    _validate_props(clip, where)
+    if clip.prop_qpos is not None:
+        shapes["prop_qpos"] = (count, sum(size for _, size in clip.prop_joints))
     if count < 2:
         raise UserError(f"{where}: needs at least 2 frames, root_pos has shape {clip.root_pos.shape}")
     for name, shape in shapes.items():
@@ -250,3 +289,22 @@ def _validate(clip: Clip, where: str) -> None:
         raise UserError(f"{where}: fps must be positive, got {clip.fps}")
     if clip.source not in SOURCE_KINDS:
         raise UserError(f"{where}: source must be one of {SOURCE_KINDS}, got {clip.source!r}")
+    start = 0
+    for name, size in clip.prop_joints:
+        if size == 7:
+            norms = np.linalg.norm(clip.prop_qpos[:, start + 3 : start + 7], axis=-1)
+            if np.any(np.abs(norms - 1.0) > 1e-3):
+                raise UserError(f"{where}: prop {name!r}'s quaternion is not unit length (frame {int(np.argmax(np.abs(norms - 1)))})")
+        start += size
+
+
+def _validate_props(clip: Clip, where: str) -> None:
+    """prop_joints and prop_qpos come together, name distinct joints, and give sizes a scene joint can have."""
+    if (clip.prop_qpos is None) != (not clip.prop_joints):
+        raise UserError(f"{where}: prop_qpos and prop_joints come together; got only one of them")
+    names = [name for name, _ in clip.prop_joints]
+    if len(set(names)) != len(names):
+        raise UserError(f"{where}: prop_joints names a joint twice: {names}")
+    odd = [(name, size) for name, size in clip.prop_joints if size not in PROP_JOINT_SIZES]
+    if odd:
+        raise UserError(f"{where}: prop joint qpos sizes must be in {PROP_JOINT_SIZES} (free, hinge or slide); got {odd}")

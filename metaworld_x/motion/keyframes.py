@@ -10,6 +10,11 @@ mocap (`retarget.solve_clip`), so both kinds of clip look alike to the
 environments. Clips made here are marked `source: keyframed`; they are the
 first to replace with real mocap (see assets/motions/README.md).
 
+A key may also give the state of scene joints the skill moves (`KeyPose.props`:
+the pushed box, the door's hinge); they follow the same curves between keys
+and are stored in the clip's `prop_qpos`, so an episode started late in the
+clip starts with its props where the clip has moved them.
+
 Coordinates: metres, z up, the robot starts at the origin facing +x (the
 scenes put the chair's seat centre at x = -0.3, top at 0.46 m).
 """
@@ -55,6 +60,9 @@ class KeyPose:
     left_foot: Vec | None = None
     """Left sole centre (m); its z is 0 when standing."""
     right_foot: Vec | None = None
+    props: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    """(scene joint, its qpos) of props the skill moves, e.g. (("door_hinge", (0.7,)),); a joint left
+    out keeps its state from the previous key, so the first key gives every joint a later key gives."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,11 @@ class KeyframeClip:
     notes: str = ""
     hold: float = 0.5
     """Seconds the last pose is held."""
+    scene: tuple[str, str] | None = None
+    """(scene, robot variant) the keys are written in, e.g. ("door", "h1_hands"); `yielding` props are fitted in it."""
+    yielding: tuple[str, ...] = ()
+    """Hinge or slide prop joints the robot pushes (a door's): recorded at their keyed value or beyond it, as far
+    as keeps the robot out of the prop, and never closing again (`yield_to_robot`); needs `scene`."""
     smooth: bool = False
     """Pass through the inner keys without stopping (PCHIP: continuous velocity, no overshoot, so a
     foot held still between two keys stays still and a lifted foot peaks at its key), as a walk needs;
@@ -97,13 +110,24 @@ def _rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     return Rotation.from_euler("ZYX", [yaw, pitch, roll]).as_matrix()
 
 
+PROP_TRACK = "prop:"
+"""Prefix of the `key_tracks` entries that are scene joints' qpos (`KeyPose.props`)."""
+
+
 def key_tracks(clip: KeyframeClip, home: dict[str, np.ndarray], fps: float) -> dict[str, np.ndarray]:
-    """{quantity: [T, n]} every key quantity at each frame, minimum-jerk between keys."""
+    """{quantity: [T, n]} every key quantity at each frame, minimum-jerk between keys; a prop
+    joint's qpos is the quantity PROP_TRACK + its name."""
     keys = sorted(clip.keys, key=lambda key: key.time)
     if not keys or keys[0].time != 0.0:
         raise UserError(f"keyframed clip {clip.skill!r}: the first key must be at time 0")
     points = [name for name in home if name != "pelvis"]  # hands and soles
-    values: dict[str, list[np.ndarray]] = {name: [] for name in ("pelvis", "rpy", "torso_yaw", *points)}
+    props = [PROP_TRACK + joint for joint, _ in keys[0].props]
+    late = {joint for key in keys for joint, _ in key.props} - {joint for joint, _ in keys[0].props}
+    if late:
+        raise UserError(
+            f"keyframed clip {clip.skill!r}: the first key must give the state of every prop joint; it lacks {sorted(late)}"
+        )
+    values: dict[str, list[np.ndarray]] = {name: [] for name in ("pelvis", "rpy", "torso_yaw", *points, *props)}
     last = {name: home[name] for name in points}
     for key in keys:
         values["pelvis"].append(np.array(key.pelvis, dtype=float))
@@ -112,6 +136,9 @@ def key_tracks(clip: KeyframeClip, home: dict[str, np.ndarray], fps: float) -> d
         for name in points:
             given = getattr(key, name)
             last[name] = last[name] if given is None else np.array(given, dtype=float)
+            values[name].append(last[name])
+        last.update({PROP_TRACK + joint: np.array(qpos, dtype=float) for joint, qpos in key.props})
+        for name in props:
             values[name].append(last[name])
     times = np.array([key.time for key in keys])
     if np.any(np.diff(times) <= 0.0):
@@ -181,14 +208,101 @@ def compose(clip: KeyframeClip, *, model: mujoco.MjModel | None = None, config: 
     shoulders = 0.5 * (result.keypoint_pos[:, index["left_shoulder"]] + result.keypoint_pos[:, index["right_shoulder"]])
     human = np.stack([result.keypoint_pos[:, index[name]] if name in index else shoulders
                       for name in CANONICAL_KEYPOINTS], axis=1)
-    return replace(result, human_pos=human)
+    result = replace(result, human_pos=human, **prop_states(clip, config.fps))
+    if clip.yielding:
+        if clip.scene is None:
+            raise UserError(f"keyframed clip {clip.skill!r}: yielding props need the clip's scene")
+        qpos = result.prop_qpos.copy()
+        start = dict(zip((j for j, _ in result.prop_joints), np.cumsum([0] + [n for _, n in result.prop_joints])))
+        for joint in clip.yielding:
+            qpos[:, start[joint]] = yield_to_robot(result, joint, *clip.scene)
+        result = replace(result, prop_qpos=qpos)
+    return result
 
 
-def _pose(time: float, pelvis: Vec, rpy: Vec = (0.0, 0.0, 0.0), **points: Vec) -> KeyPose:
+# Deepest overlap (m) of the robot with a yielding prop that `yield_to_robot` leaves, and its search step.
+_YIELD_TOLERANCE = 0.001
+_YIELD_STEP = 0.002
+
+
+def yield_to_robot(clip: Clip, joint: str, scene: str, variant: str) -> np.ndarray:
+    """[T] the recorded value of hinge or slide `joint`, raised frame by frame until the robot's geoms are clear
+    of the body the joint moves, and never lowered again: a door the hands and body push open stays open.
+
+    The keys place the hands on the panel by the keyed angle; the paddles
+    and the arm passing the doorway reach a few cm further than it, so the
+    door must be a little more open than keyed for the pose not to start
+    inside it.
+    """
+    from metaworld_x.scene import build_model
+
+    model = build_model(scene, variant)
+    data = mujoco.MjData(model)
+    index = model.joint(joint).id
+    if model.jnt_type[index] not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+        raise UserError(f"keyframed clip {clip.skill!r}: yielding prop {joint!r} must be a hinge or slide joint")
+    address, upper = model.jnt_qposadr[index], model.jnt_range[index][1]
+    pelvis = model.body("pelvis").id
+    robot = [g for g in range(model.ngeom) if model.body_rootid[model.geom_bodyid[g]] == pelvis]
+    prop = [g for g in range(model.ngeom) if model.geom_bodyid[g] == model.jnt_bodyid[index]]
+
+    def depth(value: float) -> float:
+        data.qpos[address] = value
+        mujoco.mj_kinematics(model, data)
+        return max(-mujoco.mj_geomDistance(model, data, a, b, 0.05, None) for a in robot for b in prop)
+
+    values = clip.prop(joint)[:, 0].astype(np.float64).copy()
+    data.qpos[:] = model.qpos0
+    reached = values[0]
+    for t in range(clip.num_frames):
+        data.qpos[: clip.qpos.shape[1]] = clip.qpos[t]
+        reached = max(reached, values[t])
+        while reached < upper and depth(reached) > _YIELD_TOLERANCE:
+            reached += _YIELD_STEP
+        values[t] = reached
+    return values
+
+
+def prop_states(clip: KeyframeClip, fps: float) -> dict:
+    """The clip's `prop_joints` and `prop_qpos` [T, P] from the keys' props ({} without props).
+
+    Props are in the scene's frame: `solve_clip`'s floor offset moves the
+    robot onto the scene's floor and leaves them where the scene has them.
+    """
+    joints = [joint for joint, _ in sorted(clip.keys, key=lambda key: key.time)[0].props]
+    if not joints:
+        return {}
+    tracks = key_tracks(clip, {}, fps)
+    qpos = [tracks[PROP_TRACK + joint] for joint in joints]
+    for i, track in enumerate(qpos):
+        if track.shape[1] == 7:  # a free joint: keep its interpolated quaternion unit length
+            qpos[i] = np.concatenate([track[:, :3], track[:, 3:] / np.linalg.norm(track[:, 3:], axis=-1, keepdims=True)], axis=-1)
+    return {"prop_joints": tuple((joint, q.shape[1]) for joint, q in zip(joints, qpos)),
+            "prop_qpos": np.concatenate(qpos, axis=-1)}
+
+
+def _pose(time: float, pelvis: Vec, rpy: Vec = (0.0, 0.0, 0.0), **points) -> KeyPose:
     return KeyPose(time=time, pelvis=pelvis, pelvis_rpy=rpy, **points)
 
 
 STAND_PELVIS: Vec = (0.0, 0.0, 0.98)
+
+# The push scene's box at rest (props.add_box at DEFAULT_PLACES["box"]), and the hands' x where
+# the push clip's paddles reach it (its top near edge): from there on the box moves with the hands.
+_BOX_REST = np.array(DEFAULT_PLACES["box"])
+_PUSH_CONTACT_X = 0.6
+
+
+def _pushed_box(hand_x: float) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """The push scene's box (free joint qpos), moved on as far as hands at `hand_x` have come since reaching it."""
+    x, y, z = _BOX_REST + [max(0.0, hand_x - _PUSH_CONTACT_X), 0.0, 0.0]
+    return (("box", (float(x), float(y), float(z), 1.0, 0.0, 0.0, 0.0)),)
+
+
+def _push(time: float, pelvis: Vec, hand_x: float, **feet: Vec) -> KeyPose:
+    """A push key: leaning on the box in a deep squat, both hands at `hand_x`, the box moved with them."""
+    return _pose(time, pelvis, (0.0, 1.0, 0.0), left_hand=(hand_x, 0.14, 0.27), right_hand=(hand_x, -0.14, 0.27),
+                 props=_pushed_box(hand_x), **feet)
 
 
 # The door scene as `metaworld_x.scene` builds it (props.add_door): the door
@@ -272,7 +386,7 @@ def door_keys() -> tuple[KeyPose, ...]:
         keys.append(_pose(
             float(time), point(pelvis), (0.0, _schedule(pitch, time), 0.0),
             left_hand=point(hands["left"]), right_hand=point(hands["right"]),
-            left_foot=point(feet["left"]), right_foot=point(feet["right"]),
+            left_foot=point(feet["left"]), right_foot=point(feet["right"]), props=(("door_hinge", (angle,)),),
         ))
     return tuple(keys)
 
@@ -298,17 +412,13 @@ KEYFRAMED: dict[str, KeyframeClip] = {
         ),
         hold=0.5,
         keys=(
-            _pose(0.0, STAND_PELVIS),
-            _pose(1.2, (0.0, 0.0, 0.62), (0.0, 1.0, 0.0), left_hand=(0.6, 0.14, 0.27), right_hand=(0.6, -0.14, 0.27)),
-            _pose(2.0, (0.08, 0.0, 0.62), (0.0, 1.0, 0.0), left_hand=(0.7, 0.14, 0.27), right_hand=(0.7, -0.14, 0.27)),
-            _pose(2.4, (0.11, -0.02, 0.62), (0.0, 1.0, 0.0), right_foot=(0.1, -0.2, 0.06),
-                  left_hand=(0.74, 0.14, 0.27), right_hand=(0.74, -0.14, 0.27)),
-            _pose(2.8, (0.14, -0.02, 0.62), (0.0, 1.0, 0.0), right_foot=(0.16, -0.2, 0.0),
-                  left_hand=(0.78, 0.14, 0.27), right_hand=(0.78, -0.14, 0.27)),
-            _pose(3.2, (0.17, 0.02, 0.62), (0.0, 1.0, 0.0), left_foot=(0.1, 0.2, 0.06),
-                  left_hand=(0.82, 0.14, 0.27), right_hand=(0.82, -0.14, 0.27)),
-            _pose(3.6, (0.2, 0.0, 0.62), (0.0, 1.0, 0.0), left_foot=(0.16, 0.2, 0.0),
-                  left_hand=(0.86, 0.14, 0.27), right_hand=(0.86, -0.14, 0.27)),
+            _pose(0.0, STAND_PELVIS, props=_pushed_box(0.0)),
+            _push(1.2, (0.0, 0.0, 0.62), _PUSH_CONTACT_X),
+            _push(2.0, (0.08, 0.0, 0.62), 0.7),
+            _push(2.4, (0.11, -0.02, 0.62), 0.74, right_foot=(0.1, -0.2, 0.06)),
+            _push(2.8, (0.14, -0.02, 0.62), 0.78, right_foot=(0.16, -0.2, 0.0)),
+            _push(3.2, (0.17, 0.02, 0.62), 0.82, left_foot=(0.1, 0.2, 0.06)),
+            _push(3.6, (0.2, 0.0, 0.62), 0.86, left_foot=(0.16, 0.2, 0.0)),
         ),
     ),
     "door": KeyframeClip(
@@ -321,5 +431,7 @@ KEYFRAMED: dict[str, KeyframeClip] = {
         hold=0.75,
         smooth=True,
         keys=door_keys(),
+        scene=("door", "h1_hands"),
+        yielding=("door_hinge",),
     ),
 }

@@ -18,7 +18,11 @@ With `object_joint`, reference-state initialisation also puts that free
 object (the box) where the clip has it (`reference.held_object`), and with
 `scene_from_clip` the objective lays its props out along the clip's object
 path (carry: the table where the clip sets the box down), so that following
-the clip is also a way to solve the objective.
+the clip is also a way to solve the objective. With `clip_props`, reset also
+sets the scene joints a clip records (`Clip.prop_qpos`: the box the push clip
+has pushed, the door the door clip has opened) to the clip's state at the
+start time, so that a late start does not begin inside a prop left where the
+scene puts it.
 
 Success: the episode reaches its time limit without early termination and,
 with an objective, the objective's own success criterion holds.
@@ -43,6 +47,7 @@ from metaworld_x.envs.reference import (
     frame_at,
     from_clips,
     object_at,
+    props_at,
 )
 from metaworld_x.envs.state import PhysicsInit
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
@@ -114,6 +119,8 @@ class TrackingConfig(TaskConfig):
     """A free joint of the scene ("box") that reset puts where the clip has its object; None: where the scene does."""
     scene_from_clip: bool = False
     """Lay the objective's props out along the clip's object path (its `scene_along`); needs one clip with an object."""
+    clip_props: bool = False
+    """Reset sets the scene joints the clips record (`Clip.prop_qpos`: a pushed box, a door's hinge) as the clip has them; False: as the scene does."""
     rewards: TrackingRewards = field(default_factory=TrackingRewards)
 
     def __post_init__(self):
@@ -180,7 +187,8 @@ class Tracking(Task):
     @property
     def joints(self) -> tuple[str, ...]:  # type: ignore[override]
         own = (self.config.object_joint,) if self.config.object_joint else ()
-        return tuple(dict.fromkeys((self.objective.joints if self.objective else ()) + own))
+        props = tuple(name for name, _ in self.reference.prop_joints) if self.config.clip_props else ()
+        return tuple(dict.fromkeys((self.objective.joints if self.objective else ()) + own + props))
 
     def build_spec(self, robot_path=None):
         """The objective's scene; with `scene_from_clip`, its props laid out along the clip's object path."""
@@ -229,6 +237,29 @@ class Tracking(Task):
         if (joint.qpos_size, joint.qvel_size) != (7, 6):
             raise UserError(f"object_joint {name!r} must be a free joint, to take the clip's object pose")
         return joint
+
+    @cached_property
+    def _props(self) -> tuple[JointSlice, ...]:
+        """Where each joint of `reference.prop_joints` sits in qpos and qvel, when `config.clip_props` is on."""
+        if not self.config.clip_props:
+            return ()
+        recorded = self.reference.prop_joints
+        if not recorded:
+            raise UserError(f"clip_props: clip(s) {', '.join(self.config.clips)} record no props (no prop_qpos)")
+        if self.config.object_joint in dict(recorded):
+            raise UserError(
+                f"{self.config.object_joint!r} is both object_joint and a prop the clip records; use one of them"
+            )
+        model = self.build_model()
+        missing = [n for n, _ in recorded if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) < 0]
+        if missing:
+            raise UserError(f"clip_props: the {self.scene} scene has no joint(s) {missing}, which the clip moves")
+        layout = ViewLayout.from_model(model, joints=tuple(n for n, _ in recorded))
+        slices = tuple(layout.joint(n) for n, _ in recorded)
+        wrong = [(j.name, size, j.qpos_size) for j, (_, size) in zip(slices, recorded) if j.qpos_size != size]
+        if wrong:
+            raise UserError(f"clip_props: (joint, clip's qpos size, scene's) differ: {wrong}")
+        return slices
 
     @property
     def control_dt(self) -> float:
@@ -329,7 +360,8 @@ class Tracking(Task):
         return info
 
     def reset_physics(self, rng, home: PhysicsInit, info) -> PhysicsInit:
-        """Reference-state initialisation: the robot (and `object_joint`) in the clip's state at the start time."""
+        """Reference-state initialisation: the robot (and `object_joint`, and with `clip_props` the props) in the
+        clip's state at the start time."""
         ref = self._frame(info)
         n = len(JOINT_NAMES)
         qpos = home.qpos.at[:3].set(ref.root_pos).at[3:7].set(ref.root_quat).at[7 : 7 + n].set(ref.joint_pos)
@@ -339,6 +371,13 @@ class Tracking(Task):
             q, v = self._object.qpos_start, self._object.qvel_start
             qpos = qpos.at[q : q + 3].set(obj.pos).at[q + 3 : q + 7].set(obj.quat)
             qvel = qvel.at[v : v + 3].set(obj.lin_vel).at[v + 3 : v + 6].set(obj.ang_vel)
+        if self._props:
+            props = props_at(self.reference, info["clip"], info["ref_time"])
+            q = v = 0  # each joint's place in the clip's prop_qpos and prop_qvel
+            for joint in self._props:
+                qpos = qpos.at[joint.qpos_start : joint.qpos_start + joint.qpos_size].set(props.qpos[q : q + joint.qpos_size])
+                qvel = qvel.at[joint.qvel_start : joint.qvel_start + joint.qvel_size].set(props.qvel[v : v + joint.qvel_size])
+                q, v = q + joint.qpos_size, v + joint.qvel_size
         return home.replace(qpos=qpos, qvel=qvel)
 
     # ---- during the episode --------------------------------------------------
