@@ -14,6 +14,7 @@ from metaworld_x.routing import (
     ExpertAdapter, ExpertSet, Router, RouterConfig, check_prior, hard_gumbel_softmax, init_router_state, load_router,
     mixture_action, plan_mppi, prior_from_scores, save_router, train_router,
 )
+from metaworld_x.routing.imagination import pessimistic_value
 from metaworld_x.world_model import ReplayBuffer, WorldModel, WorldModelConfig, train_world_model
 
 NAMES = ("walk", "run")
@@ -145,7 +146,9 @@ def toy_world():
 def test_imagination_training_prefers_the_better_expert(toy_world):
     buffer, model, wm_params = toy_world
     w0, updates = 0.1, 80
-    config = RouterConfig(hidden=(32, 32), use_vlm=True, vlm_weight=w0, imagination_horizon=3, learning_rate=1e-3, fast_compile=True)
+    # Without the trust region: this world model resolves what the weights do, so the actor may go all the way.
+    config = RouterConfig(hidden=(32, 32), use_vlm=True, vlm_weight=w0, imagination_horizon=3, learning_rate=1e-3,
+                          trust_region_coef=0.0, fast_compile=True)
     router = Router(config, OBS, TEXT, NAMES)
     state = init_router_state(router, jax.random.PRNGKey(1), model, wm_params)
     rng = np.random.default_rng(1)
@@ -160,6 +163,80 @@ def test_imagination_training_prefers_the_better_expert(toy_world):
     assert after > before + 0.1 and after > 0.55
     np.testing.assert_allclose(float(state.vlm_weight), w0 * 0.99**updates, rtol=1e-5)
     assert np.all(np.isfinite(history["losses/critic"]))
+
+
+def test_pessimistic_value_falls_as_the_heads_disagree():
+    mean = 10.0
+    spreads = np.array([0.0, 0.5, 1.0, 2.0, 4.0])
+    q = jnp.stack([mean - spreads, mean + spreads])  # two heads [E=2, 5], same mean
+    values = np.asarray(pessimistic_value(q, 1.0))
+    assert np.all(np.diff(values) < 0)  # the penalty grows with the disagreement
+    np.testing.assert_allclose(values, np.asarray(jnp.min(q, axis=0)), atol=1e-3)  # two heads, κ = 1: their minimum
+    np.testing.assert_allclose(np.asarray(pessimistic_value(q, 0.0)), mean, atol=1e-6)  # κ = 0: the ensemble mean
+    grad = jax.grad(lambda x: pessimistic_value(x, 1.0).sum())(jnp.ones((2, 3)))  # heads in exact agreement
+    assert np.all(np.isfinite(np.asarray(grad)))
+
+
+@pytest.fixture(scope="module")
+def flat_world():
+    """A world model of data where the weights change nothing: the reward is the same whoever acts.
+
+    This is the router's failure mode on `stand`: imagined returns cannot tell the experts apart, so once the
+    VLM weight has decayed only the entropy bonus is left, and it pulls the router to an even mixture."""
+    rng = np.random.default_rng(3)
+    buffer = ReplayBuffer(5000, OBS, len(NAMES), cond_kind="expert_weights")
+    for _ in range(30):
+        x = rng.normal(size=OBS)
+        obs, weights, rewards = [x], [], []
+        for _ in range(40):
+            x = 0.9 * x + 0.1 * rng.normal(size=OBS)
+            obs.append(x)
+            weights.append(rng.dirichlet(np.full(len(NAMES), 0.5)))
+            rewards.append(0.5 + 0.05 * x[0])
+        buffer.add_episode(np.array(obs), np.array(weights), np.array(rewards))
+    params, _ = train_world_model(WM_CONFIG, buffer, jax.random.PRNGKey(0), 200)
+    return buffer, WorldModel(WM_CONFIG, OBS, len(NAMES)), params
+
+
+@pytest.mark.parametrize("trust", [0.0, 1.0])
+def test_trust_region_holds_the_router_near_its_anchor_when_the_model_cannot_tell(flat_world, trust):
+    buffer, model, wm_params = flat_world
+    prior, updates = np.array([0.97, 0.03]), 150
+    config = RouterConfig(hidden=(32, 32), vlm_weight=1.0, vlm_decay=0.95, entropy_coef=0.1, imagination_horizon=3,
+                          learning_rate=3e-3, trust_region_coef=trust, fast_compile=True)
+    router = Router(config, OBS, TEXT, NAMES)
+    state = init_router_state(router, jax.random.PRNGKey(1), model, wm_params, prior=prior)
+    rng = np.random.default_rng(1)
+    text = np.ones((64, TEXT), np.float32)
+    probe = buffer.sample(64, 1, rng)["obs"][:, 0]
+    batches = ({"obs": buffer.sample(64, 1, rng)["obs"][:, 0], "text": text, "prior": prior} for _ in range(updates))
+    state, history = train_router(router, state, batches, model, wm_params)
+    w = np.asarray(router.weights(state.params, probe, text))
+    kl = float(np.mean(np.sum(prior * np.log(prior / w), axis=-1)))  # the anchor is the router at the prior
+    print(f"trust region β={trust}: weight on the prior's expert {w[:, 0].mean():.3f}, KL to the anchor {kl:.4f}")
+    np.testing.assert_allclose(float(state.vlm_weight), 0.95**updates, rtol=1e-5)  # the VLM schedule is untouched
+    if trust == 0:
+        assert w[:, 0].mean() < 0.85  # the entropy bonus wins: the failure the trust region exists for
+    else:
+        assert w[:, 0].mean() > 0.93 and kl < 0.03
+        assert np.max(history["losses/trust_kl"]) < 0.05  # held throughout, not only at the end
+
+
+def test_trust_region_still_lets_a_real_advantage_through(toy_world):
+    """Where the world model does resolve the weights, the anchored router still moves towards the better expert."""
+    buffer, model, wm_params = toy_world
+    config = RouterConfig(hidden=(32, 32), vlm_weight=0.1, imagination_horizon=3, learning_rate=1e-3, fast_compile=True)
+    router = Router(config, OBS, TEXT, NAMES)
+    state = init_router_state(router, jax.random.PRNGKey(1), model, wm_params)
+    rng = np.random.default_rng(1)
+    probe = buffer.sample(64, 1, rng)["obs"][:, 0]
+    text = np.ones((64, TEXT), np.float32)
+    before = float(router.weights(state.params, probe, text)[:, 1].mean())
+    batches = ({"obs": buffer.sample(64, 1, rng)["obs"][:, 0], "text": text, "prior": [0.5, 0.5]} for _ in range(80))
+    state, _ = train_router(router, state, batches, model, wm_params)
+    after = float(router.weights(state.params, probe, text)[:, 1].mean())
+    print(f"anchored imagination: weight on the better expert {before:.2f} -> {after:.2f}")
+    assert after > before + 0.05
 
 
 def test_mppi_plans_towards_the_better_expert(toy_world):

@@ -42,6 +42,10 @@ class RouterConfig:
     """Adam step size of the router's critic (a Q ensemble started from the world model's)."""
     critic_tau: float = 0.01
     """EMA rate of the target critic."""
+    value_pessimism: float = 1.0
+    """κ of the bootstrap value mean − κ·std over the critic's heads (population std); with two heads, κ = 1 is their minimum (TD-MPC2)."""
+    trust_region_coef: float = 1.0
+    """Weight β of KL(anchor ‖ router) over imagined states, the anchor being the router that began the stage (the one that collected the latest real data): a soft trust region; 0: off."""
     return_scale_rate: float = 0.01
     """EMA rate of the return scale (5th–95th percentile range) that normalises the actor's objective."""
     max_grad_norm: float = 1.0
@@ -67,6 +71,8 @@ class RouterConfig:
             raise UserError("gumbel_temperature and prior_temperature must be positive")
         if self.imagination_horizon < 1:
             raise UserError(f"imagination_horizon must be at least 1, got {self.imagination_horizon}")
+        if self.value_pessimism < 0 or self.trust_region_coef < 0:
+            raise UserError("value_pessimism and trust_region_coef must be non-negative")
         if not 0 < self.discount <= 1 or not 0 <= self.td_lambda <= 1:
             raise UserError("discount must be in (0, 1] and td_lambda in [0, 1]")
 

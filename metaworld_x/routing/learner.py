@@ -32,6 +32,7 @@ class RouterState:
     critic: Any  # Q-ensemble parameters (world model layout); {} when model-free
     target_critic: Any
     critic_opt_state: Any
+    anchor: RouterParams  # the router the stage began from: the centre of the trust region
     vlm_weight: jax.Array  # current weight of KL(prior ‖ router)
     return_scale: jax.Array  # running spread of imagined returns
     step: jax.Array
@@ -65,11 +66,17 @@ def init_router_state(
         critic=critic,
         target_critic=critic,
         critic_opt_state=optax.chain(optax.clip_by_global_norm(config.max_grad_norm), critic_opt).init(critic),
+        anchor=params,
         vlm_weight=jnp.asarray(config.initial_vlm_weight, jnp.float32),
         return_scale=jnp.ones((), jnp.float32),
         step=jnp.zeros((), jnp.int32),
         key=state_key,
     )
+
+
+def restart_stage(state: RouterState, params: RouterParams) -> RouterState:
+    """Continue from `params` (e.g. the router that collected the latest real data): it becomes the trust region's centre."""
+    return state.replace(params=params, anchor=params)
 
 
 def make_router_update(router: Router, model: WorldModel | None = None) -> Callable:

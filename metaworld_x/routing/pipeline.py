@@ -258,12 +258,12 @@ def make_router(ctx: Context, router_config: RouterConfig, obs_size: int):
 
 def imagination_stage(ctx, buffer_path: Path, router, model, wm_params, params, vlm_weight, updates: int, seed: int):
     """Router updates in imagination, continuing from `params` (None: fresh, started at the prior) and `vlm_weight`."""
-    from metaworld_x.routing.learner import init_router_state, train_router
+    from metaworld_x.routing.learner import init_router_state, restart_stage, train_router
     from metaworld_x.world_model.buffer import ReplayBuffer
 
     state = init_router_state(router, jax.random.PRNGKey(seed), model, wm_params, prior=ctx.prior)
     if params is not None:
-        state = state.replace(params=params)
+        state = restart_stage(state, params)
     if vlm_weight is not None:
         state = state.replace(vlm_weight=np.float32(vlm_weight))
     if updates == 0:
