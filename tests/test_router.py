@@ -124,10 +124,9 @@ def test_model_free_router_moves_to_the_better_expert():
     assert float(w[:, 1].mean()) > 0.7
 
 
-@pytest.fixture(scope="module")
-def toy_world():
-    """A world model of data where the executed weights decide the reward: expert 'run' (index 1) pays 1, 'walk' 0."""
-    rng = np.random.default_rng(0)
+def _trained_world(seed: int, reward):
+    """A world model of 30 random-walk episodes of 40 steps under Dirichlet weights, paid `reward(weights, x)`."""
+    rng = np.random.default_rng(seed)
     buffer = ReplayBuffer(5000, OBS, len(NAMES), cond_kind="expert_weights")
     for _ in range(30):
         x = rng.normal(size=OBS)
@@ -137,10 +136,16 @@ def toy_world():
             x = 0.9 * x + 0.1 * rng.normal(size=OBS)
             obs.append(x)
             weights.append(w)
-            rewards.append(w[1])
+            rewards.append(reward(w, x))
         buffer.add_episode(np.array(obs), np.array(weights), np.array(rewards))
     params, _ = train_world_model(WM_CONFIG, buffer, jax.random.PRNGKey(0), 200)
     return buffer, WorldModel(WM_CONFIG, OBS, len(NAMES)), params
+
+
+@pytest.fixture(scope="module")
+def toy_world():
+    """A world model of data where the executed weights decide the reward: expert 'run' (index 1) pays 1, 'walk' 0."""
+    return _trained_world(0, lambda w, x: w[1])
 
 
 def test_imagination_training_prefers_the_better_expert(toy_world):
@@ -183,19 +188,7 @@ def flat_world():
 
     This is the router's failure mode on `stand`: imagined returns cannot tell the experts apart, so once the
     VLM weight has decayed only the entropy bonus is left, and it pulls the router to an even mixture."""
-    rng = np.random.default_rng(3)
-    buffer = ReplayBuffer(5000, OBS, len(NAMES), cond_kind="expert_weights")
-    for _ in range(30):
-        x = rng.normal(size=OBS)
-        obs, weights, rewards = [x], [], []
-        for _ in range(40):
-            x = 0.9 * x + 0.1 * rng.normal(size=OBS)
-            obs.append(x)
-            weights.append(rng.dirichlet(np.full(len(NAMES), 0.5)))
-            rewards.append(0.5 + 0.05 * x[0])
-        buffer.add_episode(np.array(obs), np.array(weights), np.array(rewards))
-    params, _ = train_world_model(WM_CONFIG, buffer, jax.random.PRNGKey(0), 200)
-    return buffer, WorldModel(WM_CONFIG, OBS, len(NAMES)), params
+    return _trained_world(3, lambda w, x: 0.5 + 0.05 * x[0])
 
 
 @pytest.mark.parametrize("trust", [0.0, 1.0])
