@@ -148,12 +148,9 @@ def toy_world():
     return _trained_world(0, lambda w, x: w[1])
 
 
-def test_imagination_training_prefers_the_better_expert(toy_world):
-    buffer, model, wm_params = toy_world
-    w0, updates = 0.1, 80
-    # Without the trust region: this world model resolves what the weights do, so the actor may go all the way.
-    config = RouterConfig(hidden=(32, 32), use_vlm=True, vlm_weight=w0, imagination_horizon=3, learning_rate=1e-3,
-                          trust_region_coef=0.0, fast_compile=True)
+def _imagine_with(world, config: RouterConfig, updates: int):
+    """(mean weight on expert 1 before, after, router state, history) of `updates` imagination updates in `world`."""
+    buffer, model, wm_params = world
     router = Router(config, OBS, TEXT, NAMES)
     state = init_router_state(router, jax.random.PRNGKey(1), model, wm_params)
     rng = np.random.default_rng(1)
@@ -162,7 +159,15 @@ def test_imagination_training_prefers_the_better_expert(toy_world):
     before = float(router.weights(state.params, probe, text)[:, 1].mean())
     batches = ({"obs": buffer.sample(64, 1, rng)["obs"][:, 0], "text": text, "prior": [0.5, 0.5]} for _ in range(updates))
     state, history = train_router(router, state, batches, model, wm_params)
-    after = float(router.weights(state.params, probe, text)[:, 1].mean())
+    return before, float(router.weights(state.params, probe, text)[:, 1].mean()), state, history
+
+
+def test_imagination_training_prefers_the_better_expert(toy_world):
+    w0, updates = 0.1, 80
+    # Without the trust region: this world model resolves what the weights do, so the actor may go all the way.
+    config = RouterConfig(hidden=(32, 32), use_vlm=True, vlm_weight=w0, imagination_horizon=3, learning_rate=1e-3,
+                          trust_region_coef=0.0, fast_compile=True)
+    before, after, state, history = _imagine_with(toy_world, config, updates)
     print(f"imagination: weight on the better expert {before:.2f} -> {after:.2f};"
           f" imagined return {history['imagination/return'][0]:.2f} -> {history['imagination/return'][-1]:.2f}")
     assert after > before + 0.1 and after > 0.55
@@ -217,17 +222,8 @@ def test_trust_region_holds_the_router_near_its_anchor_when_the_model_cannot_tel
 
 def test_trust_region_still_lets_a_real_advantage_through(toy_world):
     """Where the world model does resolve the weights, the anchored router still moves towards the better expert."""
-    buffer, model, wm_params = toy_world
     config = RouterConfig(hidden=(32, 32), vlm_weight=0.1, imagination_horizon=3, learning_rate=1e-3, fast_compile=True)
-    router = Router(config, OBS, TEXT, NAMES)
-    state = init_router_state(router, jax.random.PRNGKey(1), model, wm_params)
-    rng = np.random.default_rng(1)
-    probe = buffer.sample(64, 1, rng)["obs"][:, 0]
-    text = np.ones((64, TEXT), np.float32)
-    before = float(router.weights(state.params, probe, text)[:, 1].mean())
-    batches = ({"obs": buffer.sample(64, 1, rng)["obs"][:, 0], "text": text, "prior": [0.5, 0.5]} for _ in range(80))
-    state, _ = train_router(router, state, batches, model, wm_params)
-    after = float(router.weights(state.params, probe, text)[:, 1].mean())
+    before, after, _, _ = _imagine_with(toy_world, config, 80)
     print(f"anchored imagination: weight on the better expert {before:.2f} -> {after:.2f}")
     assert after > before + 0.05
 
