@@ -331,3 +331,16 @@ def test_router_inference_time():
     out.block_until_ready()
     per_step = (time.perf_counter() - start) / repeats
     print(f"router inference (obs 51 + text 384 -> 256 -> 256 -> 8, one robot, jitted): {per_step * 1e6:.0f} µs per step")
+
+
+def test_entropy_has_a_finite_gradient_when_a_weight_underflows():
+    """A peaked router whose softmax underflows to an exact 0 must not turn the update's gradient into NaN."""
+    from metaworld_x.routing.network import entropy
+
+    moderate = jnp.asarray([0.3, -1.0, 2.0])
+    w = jax.nn.softmax(moderate)
+    np.testing.assert_allclose(float(entropy(moderate)), float(-jnp.sum(w * jnp.log(w))), rtol=1e-6)
+    peaked = jnp.asarray([0.0, 200.0, -200.0])  # softmax: (0, 1, 0) exactly in float32
+    assert float(jax.nn.softmax(peaked)[2]) == 0.0
+    grad = jax.grad(lambda x: entropy(x))(peaked)
+    assert np.all(np.isfinite(np.asarray(grad)))

@@ -118,7 +118,7 @@ def make_imagination_update(router: Router, model: WorldModel):
         alive = jax.lax.stop_gradient(jnp.cumprod(jnp.concatenate([jnp.ones_like(traj["cont"][:1]), traj["cont"][:-1]]), axis=0))
         objective = jnp.mean(alive * returns) / jnp.maximum(1.0, state.return_scale)
         kl = jnp.mean(kl_divergence(batch["prior"][None], traj["logits"]))
-        ent = jnp.mean(entropy(jax.nn.softmax(traj["logits"], axis=-1)))
+        ent = jnp.mean(entropy(traj["logits"]))
         # The anchor judged on the same (real, then decoded) observations as the router.
         text = jnp.broadcast_to(batch["text"], traj["obs_norm"].shape[:-1] + batch["text"].shape[-1:])
         anchor = jax.nn.softmax(router.logits_normalised(state.anchor, traj["obs_norm"], text), axis=-1)

@@ -39,7 +39,7 @@ def make_model_free_update(router: Router):
         advantage = (returns - jnp.mean(returns)) / (jnp.std(returns) + 1e-6)
         pg = -jnp.mean(advantage * chosen)
         kl = jnp.mean(kl_divergence(batch["prior"], logits))
-        ent = jnp.mean(entropy(jax.nn.softmax(logits, axis=-1)))
+        ent = jnp.mean(entropy(logits))
         loss = pg + state.vlm_weight * kl - config.entropy_coef * ent
         return loss, {"losses/policy_gradient": pg, "losses/kl": kl, "losses/entropy": ent,
                       "losses/kl_weighted": state.vlm_weight * kl}

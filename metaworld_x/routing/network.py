@@ -139,9 +139,13 @@ def mixture_action(weights: jax.Array, expert_actions: jax.Array) -> jax.Array:
     return jnp.einsum("bk,bka->ba", weights, expert_actions)
 
 
-def entropy(weights: jax.Array) -> jax.Array:
-    """−Σ w log w over the last axis."""
-    return -jnp.sum(jax.scipy.special.xlogy(weights, weights), axis=-1)
+def entropy(logits: jax.Array) -> jax.Array:
+    """−Σ w log w of w = softmax(logits) over the last axis.
+
+    Taken from the logits: through the weights, a weight that underflows to
+    exactly 0 gives d(w log w)/dw = −inf times dw = 0, a NaN gradient."""
+    log_w = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.sum(jnp.exp(log_w) * log_w, axis=-1)
 
 
 def kl_divergence(prior: jax.Array, logits: jax.Array) -> jax.Array:
