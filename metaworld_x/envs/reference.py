@@ -281,13 +281,20 @@ def _sample(ref: ReferenceMotion, clip, time):
     return lower, upper, position - lower, cycles, playing
 
 
-def frame_at(ref: ReferenceMotion, clip, time) -> ReferenceFrame:
-    """The reference of clip index `clip` at `time` seconds (scalars), interpolated."""
-    lower, upper, weight, cycles, playing = _sample(ref, clip, time)
+def _interpolator(ref: ReferenceMotion, clip, lower, upper, weight):
+    """name -> that per-frame array of clip `clip`, blended between frames `lower` and `upper`."""
 
     def lerp(name):
         series = getattr(ref, name)[clip]
         return (1 - weight) * series[lower] + weight * series[upper]
+
+    return lerp
+
+
+def frame_at(ref: ReferenceMotion, clip, time) -> ReferenceFrame:
+    """The reference of clip index `clip` at `time` seconds (scalars), interpolated."""
+    lower, upper, weight, cycles, playing = _sample(ref, clip, time)
+    lerp = _interpolator(ref, clip, lower, upper, weight)
 
     offset = cycles * ref.cycle_shift[clip]
     quats = ref.root_quat[clip]
@@ -306,10 +313,7 @@ def frame_at(ref: ReferenceMotion, clip, time) -> ReferenceFrame:
 def object_at(ref: ReferenceMotion, clip, time) -> ObjectFrame:
     """The box of clip index `clip` at `time` seconds (scalars), interpolated like `frame_at`."""
     lower, upper, weight, cycles, playing = _sample(ref, clip, time)
-
-    def lerp(name):
-        series = getattr(ref, name)[clip]
-        return (1 - weight) * series[lower] + weight * series[upper]
+    lerp = _interpolator(ref, clip, lower, upper, weight)
 
     quats = ref.object_quat[clip]
     return ObjectFrame(
@@ -326,10 +330,7 @@ def props_at(ref: ReferenceMotion, clip, time) -> PropFrame:
     A free prop's position moves on with a looping clip's root, as `object_at`'s box does.
     """
     lower, upper, weight, cycles, playing = _sample(ref, clip, time)
-
-    def lerp(name):
-        series = getattr(ref, name)[clip]
-        return (1 - weight) * series[lower] + weight * series[upper]
+    lerp = _interpolator(ref, clip, lower, upper, weight)
 
     qpos = lerp("prop_qpos")
     for start, size in _prop_slices(ref.prop_joints):
