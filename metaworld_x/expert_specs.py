@@ -21,6 +21,11 @@ from metaworld_x.training.constraint import ConstraintConfig
 # episodes after 1.5M steps lasted 36 steps with this scale against 26 with the full one.
 EXPERT_ACTION_SCALE = 0.5
 
+# A router starts every expert from its scene's home pose at rest, where a clip-state start never
+# puts it: experts trained only from the clip's states fell there (walk after ~100 steps; sit scored
+# 0/10 in its router). Experts whose props the home pose leaves behind (carry, push, door) cannot.
+HOME_STARTS = {"home_start_fraction": 0.3}
+
 # Mean keypoint tracking error (m) every expert must stay within while following its clip.
 TRACKING_ERROR_GOAL = 0.06
 
@@ -81,12 +86,12 @@ EXPERTS: dict[str, ExpertSpec] = {
     spec.skill: spec
     for spec in (
         ExpertSpec("stand", "stand still, upright, on the spot", ("stand", "stand_2"), "stand",
-                   return_goal=800.0, ppo=_ppo(6_000_000, budget=0.06)),
+                   tracking={**HOME_STARTS}, return_goal=800.0, ppo=_ppo(6_000_000, budget=0.06)),
         ExpertSpec("walk", "walk forward at a steady pace", ("walk",), "walk",
-                   return_goal=700.0, ppo=_ppo(6_000_000, budget=0.06)),
+                   tracking={**HOME_STARTS}, return_goal=700.0, ppo=_ppo(6_000_000, budget=0.06)),
         ExpertSpec("run", "run forward fast", ("run",), "run", return_goal=700.0, ppo=_ppo(15_000_000, budget=0.06)),
         ExpertSpec("sit", "sit down on the chair behind and stay seated", ("sit",), "sit",
-                   return_goal=750.0, ppo=_ppo(9_000_000, budget=0.06)),
+                   tracking={**HOME_STARTS}, return_goal=750.0, ppo=_ppo(9_000_000, budget=0.06)),
         ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl",), "crawl",
                    tracking={"face_forward": True}, return_goal=700.0, ppo=_ppo(15_000_000, budget=0.06)),
         ExpertSpec("reach_one_hand", "reach out and touch a target with the right hand", ("reach_one_hand",), "reach",

@@ -47,15 +47,17 @@ class TrainerEnv:
         return self.env.restore(snapshot) if hasattr(self.env, "restore") else snapshot
 
 
-def train_expert(spec: ExpertSpec, run_dir: Path, resume: bool = False, seed: int | None = None, progress: bool = True):
-    """Train `spec`'s expert; checkpoints, metrics and curve go to run_dir."""
+def train_expert(spec: ExpertSpec, run_dir: Path, resume: bool = False, seed: int | None = None, progress: bool = True,
+                 init_from: Path | None = None):
+    """Train `spec`'s expert; checkpoints, metrics and curve go to run_dir. `init_from`: see `make_train`."""
     from metaworld_x.training.train import make_train
 
     task = expert_task(spec)
     config = spec.ppo if seed is None else _with_seed(spec.ppo, seed)
     make = lambda n: TrainerEnv(make_env(task, n, config.backend), config.backend)  # noqa: E731
-    meta = {"expert": spec.record()}
-    train = make_train(config, make, run_dir=run_dir, resume=resume, progress=progress, extra_meta=meta)
+    meta = {"expert": spec.record(), "initialised_from": str(init_from) if init_from else None}
+    train = make_train(config, make, run_dir=run_dir, resume=resume, progress=progress, extra_meta=meta,
+                       init_from=init_from)
     return train(jax.random.PRNGKey(config.seed))
 
 
@@ -65,8 +67,11 @@ def _with_seed(config, seed):
     return replace(config, seed=seed)
 
 
-def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bool = True) -> Path:
-    """Write the trained expert to experts/<skill>/ (or out_dir), replacing an older one atomically."""
+def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bool = True,
+                initialised_from: Path | None = None) -> Path:
+    """Write the trained expert to experts/<skill>/ (or out_dir), replacing an older one atomically.
+
+    `initialised_from`: the run a fine-tune started from, recorded in metrics.json so the expert's lineage is known."""
     from metaworld_x.policy import export_onnx, from_training, save_policy
 
     final = Path(out_dir) if out_dir else EXPERTS_DIR / spec.skill
@@ -89,6 +94,7 @@ def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bo
         "env_steps": int(result.state.env_steps),
         "backend": spec.ppo.backend,
         "wall_clock_s": result.history[-1].get("perf/wall_clock_s") if result.history else None,
+        "initialised_from": str(initialised_from) if initialised_from else None,
     }
     (staging / "metrics.json").write_text(json.dumps(metrics, indent=2))
     if video:
@@ -112,13 +118,25 @@ def load_expert(directory: Path):
 
 
 def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int = 0, episodes: int = EVAL_EPISODES) -> dict:
-    """Success over `episodes` seeded episodes, keypoint error, task return and falls."""
-    from metaworld_x.policy import act
-
+    """Success over `episodes` seeded episodes started on the clip, keypoint error, task return and falls; and the
+    same from the scene's home pose under "from_home" (None where the expert's task cannot start there)."""
     directory = Path(directory)
     params, policy_spec = load_expert(directory)
     spec = spec or expert_spec(policy_spec["skill"])
+    metrics = _evaluate(params, spec, seed, episodes, home_start_fraction=0.0)
+    home_possible = not (spec.tracking.get("object_joint") or spec.tracking.get("clip_props"))
+    metrics["from_home"] = _evaluate(params, spec, seed, episodes, home_start_fraction=1.0) if home_possible else None
+    return metrics
+
+
+def _evaluate(params, spec: ExpertSpec, seed: int, episodes: int, home_start_fraction: float) -> dict:
+    """One evaluation: every episode starts on the clip (0) or from the home pose (1)."""
+    from dataclasses import replace
+
+    from metaworld_x.policy import act
+
     task = expert_task(spec)
+    task = replace(task, config=replace(task.config, home_start_fraction=home_start_fraction))
     env = make_env(task, episodes, "cpu")
     reasons = env.reason_names
     policy = jax.jit(lambda obs: act(params, obs))

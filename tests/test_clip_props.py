@@ -40,7 +40,7 @@ def expert(request):
     task = expert_task(EXPERTS[skill])
     compiled = CompiledTask.build(task)
     start = jax.jit(lambda time: task.reset_physics(
-        jax.random.PRNGKey(0), compiled.home, {"clip": jnp.asarray(0), "ref_time": jnp.asarray(time, jnp.float32)}
+        jax.random.PRNGKey(0), compiled.home, task.clip_info(0, time)
     ))
     return skill, task, compiled, start
 
@@ -100,14 +100,14 @@ def test_clip_props_are_opt_in():
         assert "clip_props" not in EXPERTS[skill].tracking
     plain = Tracking(with_overrides(TrackingConfig(), {"clips": ("door",)}), objective=make_task("door"))
     compiled = CompiledTask.build(plain)
-    info = {"clip": jnp.asarray(0), "ref_time": jnp.asarray(5.0)}
+    info = Tracking.clip_info(0, 5.0)
     init = plain.reset_physics(jax.random.PRNGKey(0), compiled.home, info)
     np.testing.assert_array_equal(np.asarray(init.qpos)[26:], np.asarray(compiled.home.qpos)[26:])
 
 
 def test_bad_prop_settings_are_user_errors():
     key = jax.random.PRNGKey(0)
-    info = {"clip": jnp.asarray(0), "ref_time": jnp.asarray(1.0)}
+    info = Tracking.clip_info(0, 1.0)
     for clips, objective, message in ((("walk",), "walk", "record no props"), (("door",), "walk", "has no joint")):
         task = Tracking(with_overrides(TrackingConfig(), {"clips": clips, "clip_props": True}), objective=make_task(objective))
         with pytest.raises(UserError, match=message):

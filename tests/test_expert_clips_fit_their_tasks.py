@@ -39,7 +39,7 @@ RETURN_MARGIN = 0.05
 def reference_start(task, compiled):
     """(clip, time) -> the PhysicsInit reference-state initialisation gives (robot, held object, clip props)."""
     return jax.jit(lambda clip, time: task.reset_physics(
-        jax.random.PRNGKey(0), compiled.home, {"clip": jnp.asarray(clip), "ref_time": jnp.asarray(time, jnp.float32)}
+        jax.random.PRNGKey(0), compiled.home, task.clip_info(clip, time)
     ))
 
 
@@ -89,7 +89,7 @@ def replay(skill: str, steps: int) -> tuple[float, bool, float]:
     qpos, qvel = batch.bind("qpos"), batch.bind("qvel")
     batch.reset(keyframe=0)
     joints = task.reference.joint_pos.shape[-1]
-    info = {**task.reset_info(jax.random.PRNGKey(0)), "clip": jnp.asarray(0), "ref_time": jnp.asarray(0.0),
+    info = {**task.reset_info(jax.random.PRNGKey(0)), **task.clip_info(0, 0.0),
             "last_action": jnp.zeros(joints), "step": jnp.asarray(0)}
     terms = jax.jit(lambda view, info: task.reward_terms(view, info, jnp.zeros(joints)))
     solved_now = jax.jit(lambda view, info: task.objective.success(view, info))

@@ -65,6 +65,8 @@ def test_every_shipped_expert_meets_its_recorded_metrics(skill):
     fresh = evaluate_expert(directory, seed=recorded["seed"])
     assert fresh["success"] == recorded["success"]
     assert fresh["task_return"] == pytest.approx(recorded["task_return"], rel=1e-3)
+    if recorded.get("from_home") is not None:  # recorded since home starts exist
+        assert fresh["from_home"]["success"] == recorded["from_home"]["success"]
     assert np.isfinite(fresh["tracking_error_m"]) and np.isfinite(fresh["task_return"])
     missed = EXPERTS[skill].shortfalls(fresh)
     if skill in BELOW_GOAL:  # test_below_goal_list_names_only_experts_that_miss keeps this list honest

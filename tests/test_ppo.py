@@ -136,6 +136,25 @@ def test_resume_continues_bit_for_bit_on_cpu_backend(tmp_path):
     assert [h["env_steps"] for h in resumed.history] == [h["env_steps"] for h in full.history]
 
 
+def test_init_from_starts_with_another_runs_training_state_and_fresh_environments(tmp_path):
+    env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
+    short = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration * 4)
+    source = make_train(short, env, run_dir=tmp_path / "source", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    # nothing left to do: the state is the source's, whatever this run's own seed
+    same = make_train(short, env, run_dir=tmp_path / "same", init_from=tmp_path / "source", progress=False,
+                      tensorboard=False)(jax.random.PRNGKey(5))
+    for a, b in zip(jax.tree_util.tree_leaves(source.state), jax.tree_util.tree_leaves(same.state)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # two more iterations continue the step count from the source's
+    longer = make_train(dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration * 6), env,
+                        run_dir=tmp_path / "tuned", init_from=tmp_path / "source", progress=False,
+                        tensorboard=False)(jax.random.PRNGKey(5))
+    assert [h["env_steps"] for h in longer.history] == [SMALL.steps_per_iteration * i for i in (5, 6)]
+    with pytest.raises(UserError, match="does not fit"):
+        make_train(dataclasses.replace(SMALL, policy_hidden=(8,)), env, run_dir=tmp_path / "other",
+                   init_from=tmp_path / "source", progress=False, tensorboard=False)(jax.random.PRNGKey(0))
+
+
 def test_corrupted_or_wrong_version_checkpoint_is_refused(tmp_path):
     env = lambda n: PointMassEnv(n, "mjx")  # noqa: E731
     make_train(SMALL, env, run_dir=tmp_path, progress=False, tensorboard=False)(jax.random.PRNGKey(0))

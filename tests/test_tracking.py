@@ -32,8 +32,7 @@ def test_replaying_the_reference_kinematically_scores_one_and_never_terminates(c
     qpos, qvel = batch.bind("qpos"), batch.bind("qvel")
     batch.reset(keyframe=0)
     ref = task.reference
-    info = {"clip": jnp.asarray(0), "ref_time": jnp.asarray(0.0), "task_return": jnp.zeros(()),
-            "last_action": jnp.zeros(19), "step": jnp.asarray(0)}
+    info = {**task.clip_info(0, 0.0), "last_action": jnp.zeros(19), "step": jnp.asarray(0)}
     terms_fn = jax.jit(lambda view, info: task.reward_terms(view, info, jnp.zeros(19)))
     done_fn = jax.jit(lambda view, info: jnp.stack(task.terminations(view, info)))
     worst = {}

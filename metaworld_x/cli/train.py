@@ -23,6 +23,9 @@ class TrainExpert:
     """Checkpoints, metrics, TensorBoard and curve; default runs/<skill>."""
     resume: bool = False
     """Continue from the newest checkpoint in run_dir."""
+    init_from: Path | None = None
+    """Start from this run directory's newest checkpoint (or this checkpoint): its networks, optimiser, normaliser,
+    multiplier and step count, with fresh environments. For fine-tuning under changed task settings (home starts)."""
     seed: int | None = None
     """Override the spec's seed."""
     out: Path | None = None
@@ -46,12 +49,12 @@ class TrainExpert:
         }
         spec = expert_spec(self.skill, **overrides)
         run_dir = self.run_dir or Path("runs") / self.skill
-        result = train_expert(spec, run_dir, resume=self.resume)
+        result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from)
         print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; run in {run_dir}")
         if result.rollbacks:
             print(f"{len(result.rollbacks)} non-finite update(s) rolled back; see {run_dir}")
         if self.ship:
-            path = ship_expert(spec, result, self.out)
+            path = ship_expert(spec, result, self.out, initialised_from=self.init_from)
             print(f"shipped to {path}")
 
 

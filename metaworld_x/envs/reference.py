@@ -100,6 +100,37 @@ class ReferenceMotion:
         return (self.num_frames[clip] - 1).astype(jnp.float32) / self.fps
 
 
+def ground_pose(root_pos, root_quat):
+    """[3] (x, y, yaw) of a root on the floor plane: where it stands and which way it faces."""
+    w, x, y, z = root_quat[..., 0], root_quat[..., 1], root_quat[..., 2], root_quat[..., 3]
+    heading = jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return jnp.stack([root_pos[..., 0], root_pos[..., 1], heading], axis=-1)
+
+
+def moved_on_ground(frame: ReferenceFrame, source, destination) -> ReferenceFrame:
+    """`frame` moved by the floor-plane rigid motion that takes ground pose `source` [3] onto `destination` [3].
+
+    Only x, y and yaw move: heights, joint angles and the pelvis-frame angular
+    velocity stay as the clip has them; world positions, the root orientation
+    and the world-frame root velocity turn with the move.
+    """
+    turn = destination[2] - source[2]
+    c, s = jnp.cos(turn), jnp.sin(turn)
+    spin = jnp.stack([jnp.cos(turn / 2), 0.0 * turn, 0.0 * turn, jnp.sin(turn / 2)])
+
+    def rotated(v):  # [..., 3] world vectors turned about the vertical
+        return jnp.stack([c * v[..., 0] - s * v[..., 1], s * v[..., 0] + c * v[..., 1], v[..., 2]], axis=-1)
+
+    shift_from = jnp.stack([source[0], source[1], 0.0 * source[0]])
+    shift_to = jnp.stack([destination[0], destination[1], 0.0 * destination[0]])
+    return frame.replace(
+        root_pos=rotated(frame.root_pos - shift_from) + shift_to,
+        root_quat=rotations.multiply(spin, frame.root_quat),
+        root_lin_vel=rotated(frame.root_lin_vel),
+        keypoint_pos=rotated(frame.keypoint_pos - shift_from) + shift_to,
+    )
+
+
 def facing_forward(clip: Clip) -> Clip:
     """`clip` turned about the vertical and moved so it starts at x = y = 0 and travels along +x.
 
@@ -308,6 +339,14 @@ def frame_at(ref: ReferenceMotion, clip, time) -> ReferenceFrame:
         root_ang_vel=playing * lerp("root_ang_vel"),
         keypoint_pos=lerp("keypoint_pos") + offset,
     )
+
+
+def closest_frame_time(ref: ReferenceMotion, joint_pos, clip: int = 0) -> float:
+    """The time (s) of clip `clip`'s frame whose joint angles are closest to `joint_pos` [19] (e.g. the home pose)."""
+    # numpy throughout: this runs on concrete arrays, also while a jitted reset is being traced
+    frames = np.asarray(ref.joint_pos)[clip, : int(np.asarray(ref.num_frames)[clip])]
+    best = int(np.argmin(np.sum((frames - np.asarray(joint_pos)) ** 2, axis=-1)))
+    return best / ref.fps
 
 
 def object_at(ref: ReferenceMotion, clip, time) -> ObjectFrame:

@@ -26,9 +26,7 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
-from metaworld_x.envs import rotations
-from metaworld_x.envs.observations import yaw
-from metaworld_x.envs.reference import ReferenceFrame, frame_at
+from metaworld_x.envs.reference import ReferenceFrame, closest_frame_time, frame_at, ground_pose, moved_on_ground
 from metaworld_x.errors import UserError
 
 PROPRIOCEPTION = "proprioception"
@@ -47,27 +45,12 @@ def tracking_obs_layout(tracking, proprioception_size: int, objective_size: int)
 
 
 def reanchor(target: ReferenceFrame, now: ReferenceFrame, root_pos, root_quat) -> ReferenceFrame:
-    """`target` moved by the horizontal rigid motion that takes the clip's frame `now` onto the robot's root.
+    """`target` moved by the floor-plane rigid motion that takes the clip's frame `now` onto the robot's root.
 
     root_pos [3], root_quat [4] are the robot's. Only x, y and yaw move:
     the clip's heights stay, as in training.
     """
-    turn = yaw(root_quat) - yaw(now.root_quat)
-    c, s = jnp.cos(turn), jnp.sin(turn)
-    spin = jnp.stack([jnp.cos(turn / 2), 0.0 * turn, 0.0 * turn, jnp.sin(turn / 2)])
-    origin = now.root_pos * jnp.asarray([1.0, 1.0, 0.0])
-    anchor = root_pos * jnp.asarray([1.0, 1.0, 0.0])
-
-    def place(points):  # [..., 3] world points of the clip -> world points at the robot
-        rel = points - origin
-        x, y = rel[..., 0], rel[..., 1]
-        return jnp.stack([c * x - s * y, s * x + c * y, rel[..., 2]], axis=-1) + anchor
-
-    return target.replace(
-        root_pos=place(target.root_pos),
-        root_quat=rotations.multiply(spin, target.root_quat),
-        keypoint_pos=place(target.keypoint_pos),
-    )
+    return moved_on_ground(target, ground_pose(now.root_pos, now.root_quat), ground_pose(root_pos, root_quat))
 
 
 def reference_features(tracking, view, clip_time, clip: int = 0):
@@ -117,12 +100,7 @@ class SkillObservation:
 
 def closest_clip_time(tracking, joint_pos, clip: int = 0) -> float:
     """The time (s) of the clip frame whose joint angles are closest to `joint_pos` [19] (e.g. the home pose)."""
-    import numpy as np
-
-    ref = tracking.reference
-    frames = np.asarray(ref.joint_pos[clip, : int(ref.num_frames[clip])])
-    best = int(np.argmin(np.sum((frames - np.asarray(joint_pos)) ** 2, axis=-1)))
-    return best / ref.fps
+    return closest_frame_time(tracking.reference, joint_pos, clip)
 
 
 def objects_present(model, task) -> bool:

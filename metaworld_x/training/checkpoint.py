@@ -13,6 +13,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import jax
+import numpy as np
 from flax import serialization
 
 from metaworld_x.errors import UserError
@@ -82,6 +84,32 @@ def read_meta(path: Path) -> dict:
 
 def restore(path: Path, template: Any) -> tuple[Any, dict]:
     """Load a checkpoint into the structure of `template`; refuse anything suspect."""
+    payload, record = _verified_payload(path)
+    return _fitted(path, lambda: serialization.from_bytes(template, payload)), record
+
+
+def restore_part(path: Path, key: str, template: Any) -> tuple[Any, dict]:
+    """Load only entry `key` of a checkpoint's state (e.g. "training" without the environments) into `template`.
+
+    How a run starts from another run's networks, optimiser, normaliser and
+    multiplier while its environments are set up afresh (a fine-tune whose
+    task settings differ)."""
+    payload, record = _verified_payload(path)
+    entries = _fitted(path, lambda: serialization.msgpack_restore(payload))
+    if not isinstance(entries, dict) or key not in entries:
+        raise UserError(f"checkpoint {path} holds no {key!r} state; it was not written by this trainer")
+    state = _fitted(path, lambda: serialization.from_state_dict(template, entries[key]))
+    shapes = lambda tree: [np.shape(leaf) for leaf in jax.tree_util.tree_leaves(tree)]  # noqa: E731
+    if shapes(state) != shapes(template):  # from_state_dict takes any array where the template has one
+        raise UserError(
+            f"checkpoint {path} does not fit this run's networks (array shapes differ);"
+            " start from a run with the same policy_hidden and value_hidden"
+        )
+    return state, record
+
+
+def _verified_payload(path: Path) -> tuple[bytes, dict]:
+    """(the state bytes, the meta record) of a checkpoint whose version and checksum are right."""
     path = Path(path)
     record = read_meta(path)
     try:
@@ -90,11 +118,14 @@ def restore(path: Path, template: Any) -> tuple[Any, dict]:
         raise UserError(f"checkpoint {path} is missing {STATE_FILE} ({error})") from None
     if hashlib.sha256(payload).hexdigest() != record.get("sha256"):
         raise UserError(f"checkpoint {path} is corrupted: {STATE_FILE} does not match the checksum in {META_FILE}")
+    return payload, record
+
+
+def _fitted(path: Path, load):
     try:
-        state = serialization.from_bytes(template, payload)
+        return load()
     except Exception as error:  # flax raises several types on structure mismatch
         raise UserError(
             f"checkpoint {path} does not fit this run's networks or environments ({error});"
             " resume with the same config it was written with"
         ) from None
-    return state, record

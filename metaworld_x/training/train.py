@@ -48,6 +48,7 @@ def make_train(
     progress: bool = True,
     tensorboard: bool = True,
     extra_meta: dict | None = None,
+    init_from: Path | None = None,
 ) -> Callable[[jax.Array], TrainResult]:
     """Build the training function.
 
@@ -57,6 +58,10 @@ def make_train(
         observation_sizes, action_size.
       run_dir: where checkpoints, metrics, TensorBoard files and the curve go (None: keep nothing).
       resume: continue from the newest checkpoint in run_dir.
+      init_from: a checkpoint (or a run directory: its newest) whose training state (networks, optimiser,
+        normaliser, multiplier, step count) this run starts from, with fresh environments: a fine-tune whose
+        task settings may differ. A checkpoint in run_dir with `resume` takes precedence, so a killed
+        fine-tune resumes where it stopped.
     """
     mesh = make_mesh(config.num_devices)
     config.check_devices(mesh.size)
@@ -97,6 +102,11 @@ def make_train(
             _check_same_config(meta, config, path)
             state, env_state, tracker = restored["training"], restore_env(restored["env"]), restored["tracker"]
             resumed_from = int(meta["step"])
+        elif init_from is not None:
+            source = checkpoint.latest(Path(init_from) / "checkpoints") or checkpoint.latest(Path(init_from))
+            source = source or Path(init_from)
+            state, _ = checkpoint.restore_part(source, "training", state)
+            print(f"starting from {source} ({int(state.env_steps)} steps) with fresh environments")
         elif config.normalize_observations:
             # Observation statistics from one unroll of the untrained policy before
             # any update: reset states alone (all upright, nearly still) would give

@@ -25,8 +25,8 @@ class FetchRewards(RewardScales):
 
 @dataclass(frozen=True)
 class FetchConfig(TaskConfig):
-    lift_height: float = 0.1
-    """How far (m) above the stand the box must be raised for "lift"."""
+    lift_height: float = 0.05
+    """How far (m) above the stand the box must be raised for "lift" (the carry clip lifts it 7 cm)."""
     transport_radius: float = 0.3
     """Horizontal distance (m) of the box from the table's centre that completes "transport"."""
     place_distance: float = 0.08

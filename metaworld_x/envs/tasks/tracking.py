@@ -43,14 +43,17 @@ from metaworld_x.envs.physics_view import JointSlice, ViewLayout
 from metaworld_x.envs.reference import (
     ReferenceFrame,
     ReferenceMotion,
+    closest_frame_time,
     facing_forward,
     frame_at,
     from_clips,
+    ground_pose,
+    moved_on_ground,
     object_at,
     props_at,
 )
 from metaworld_x.envs.state import PhysicsInit
-from metaworld_x.envs.task import RewardScales, Task, TaskConfig
+from metaworld_x.envs.task import RewardScales, Task, TaskConfig, perturb_robot
 from metaworld_x.errors import UserError
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.robot import JOINT_NAMES
@@ -91,6 +94,9 @@ class TrackingConfig(TaskConfig):
     """Control steps per episode."""
     phase_zero_fraction: float = 0.2
     """Share of episodes that start at the clip's first frame; the rest start at a uniformly random time."""
+    home_start_fraction: float = 0.0
+    """Share of episodes that start from the scene's home pose at rest instead of the clip's state, with the clip
+    moved on the floor onto the robot at the clip time whose pose is closest to home: how a router starts an expert."""
     future_steps: tuple[int, ...] = (1, 5)
     """Control steps ahead of each reference frame in the observation."""
     joint_pos_k: float = 10.0
@@ -131,6 +137,13 @@ class TrackingConfig(TaskConfig):
             raise UserError(f"phase_zero_fraction must be in [0, 1], got {self.phase_zero_fraction}")
         if any(s < 1 for s in self.future_steps):
             raise UserError(f"future_steps must be positive, got {self.future_steps}")
+        if not 0 <= self.home_start_fraction <= 1:
+            raise UserError(f"home_start_fraction must be in [0, 1], got {self.home_start_fraction}")
+        if self.home_start_fraction and (self.object_joint or self.clip_props):
+            raise UserError(
+                "home_start_fraction cannot be combined with object_joint or clip_props: a home start leaves the"
+                " box and props where the scene puts them, not where the moved clip has them; set it to 0"
+            )
         if self.scene_from_clip and len(self.clips) != 1:
             raise UserError(f"scene_from_clip lays one scene out along one clip; got {len(self.clips)} clips")
 
@@ -287,7 +300,12 @@ class Tracking(Task):
         return terms
 
     def _frame(self, info) -> ReferenceFrame:
-        return frame_at(self.reference, info["clip"], info["ref_time"])
+        return self._anchored(info)(frame_at(self.reference, info["clip"], info["ref_time"]))
+
+    @staticmethod
+    def _anchored(info):
+        """frame -> frame moved where this episode's reference stands (`info["anchor"]`: from and to ground poses)."""
+        return lambda frame: moved_on_ground(frame, info["anchor"][0], info["anchor"][1])
 
     def _keypoints(self, view):
         """[K, 3] the robot's keypoints in the reference's order."""
@@ -348,24 +366,55 @@ class Tracking(Task):
 
     # ---- episode start -------------------------------------------------------
 
+    @staticmethod
+    def clip_info(clip, time) -> dict:
+        """The episode variables of a start on clip index `clip` at `time` (s), with the clip where it is."""
+        return {"clip": jnp.asarray(clip, jnp.int32), "ref_time": jnp.asarray(time, jnp.float32),
+                "anchor": jnp.zeros((2, 3), jnp.float32), "from_home": jnp.zeros((), bool),
+                "task_return": jnp.zeros((), jnp.float32)}
+
+    @cached_property
+    def _home(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the scene's home ground pose [3], each clip's time closest to the home pose [C]), for home starts."""
+        home = self.build_model().key_qpos[0]
+        times = [closest_frame_time(self.reference, home[7 : 7 + len(JOINT_NAMES)], c) for c in range(self.reference.num_clips)]
+        with jax.ensure_compile_time_eval():  # constants, even when first asked for inside a jitted reset
+            pose = np.asarray(ground_pose(home[:3], home[3:7]), np.float32)
+        return pose, np.asarray(times, np.float32)
+
     def reset_info(self, rng):
-        k_clip, k_phase, k_zero, k_objective = jax.random.split(rng, 4)
+        k_clip, k_phase, k_zero, k_home, k_objective = jax.random.split(rng, 5)
         ref = self.reference
         clip = jax.random.randint(k_clip, (), 0, ref.num_clips)
         start = jax.random.uniform(k_phase, (), minval=0.0, maxval=ref.duration(clip))
         start = jnp.where(jax.random.uniform(k_zero) < self.config.phase_zero_fraction, 0.0, start)
-        info = {"clip": clip, "ref_time": start, "task_return": jnp.zeros((), jnp.float32)}
+        # identity anchor: the clip where it is; a home start moves it onto the robot's home ground pose
+        anchor = jnp.zeros((2, 3), jnp.float32)
+        from_home = jnp.zeros((), bool)
+        if self.config.home_start_fraction > 0:
+            home_pose, home_times = self._home
+            from_home = jax.random.uniform(k_home) < self.config.home_start_fraction
+            start = jnp.where(from_home, jnp.asarray(home_times)[clip], start)
+            now = frame_at(ref, clip, start)
+            clip_pose = ground_pose(now.root_pos, now.root_quat)
+            anchor = jnp.where(from_home, jnp.stack([clip_pose, jnp.asarray(home_pose)]), anchor)
+        info = {**self.clip_info(clip, start), "anchor": anchor, "from_home": from_home}
         if self.objective is not None:
             info.update(self.objective.reset_info(k_objective))
         return info
 
     def reset_physics(self, rng, home: PhysicsInit, info) -> PhysicsInit:
         """Reference-state initialisation: the robot (and `object_joint`, and with `clip_props` the props) in the
-        clip's state at the start time."""
+        clip's state at the start time; or, for a home start, the robot in the scene's home pose (with the task's
+        reset noise) at rest."""
         ref = self._frame(info)
         n = len(JOINT_NAMES)
         qpos = home.qpos.at[:3].set(ref.root_pos).at[3:7].set(ref.root_quat).at[7 : 7 + n].set(ref.joint_pos)
         qvel = home.qvel.at[:3].set(ref.root_lin_vel).at[3:6].set(ref.root_ang_vel).at[6 : 6 + n].set(ref.joint_vel)
+        if self.config.home_start_fraction > 0:
+            rest = perturb_robot(rng, home, self.config.reset_noise)
+            qpos = jnp.where(info["from_home"], rest.qpos, qpos)
+            qvel = jnp.where(info["from_home"], rest.qvel, qvel)
         if self._object is not None:
             obj = object_at(self.reference, info["clip"], info["ref_time"])
             q, v = self._object.qpos_start, self._object.qvel_start
@@ -387,7 +436,7 @@ class Tracking(Task):
         return self.objective.advance(view, info) if self.objective is not None else info
 
     def features(self, view, info):
-        parts = [self.reference_features(view, info["clip"], info["ref_time"])]
+        parts = [self.reference_features(view, info["clip"], info["ref_time"], self._anchored(info))]
         if self.objective is not None:
             parts.append(self.objective.features(view, info))
         return jnp.concatenate(parts)

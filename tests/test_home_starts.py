@@ -1,0 +1,103 @@
+"""Home starts: a share of tracking episodes begins where a router begins an expert, at rest in the home pose."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from metaworld_x.envs.expert import expert_task, make_env
+from metaworld_x.envs.reference import closest_frame_time, frame_at, ground_pose, moved_on_ground
+from metaworld_x.envs.task import with_overrides
+from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
+from metaworld_x.errors import UserError
+from metaworld_x.expert_specs import expert_spec
+from metaworld_x.paths import MOTIONS_DIR
+from metaworld_x.robot import JOINT_NAMES
+from metaworld_x.routing.scene import ExpertScene
+from metaworld_x.routing.skill_observation import SkillObservation
+
+pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
+
+
+def _walk(**tracking) -> Tracking:
+    """The walk expert's task with `tracking` settings changed."""
+    task = expert_task(expert_spec("walk"))
+    return Tracking(with_overrides(task.config, tracking), objective=task.objective)
+
+
+def test_moving_a_frame_on_the_ground_turns_it_rigidly_and_moves_back():
+    ref = _walk().reference
+    frame = frame_at(ref, 0, 0.4)
+    source, destination = jnp.asarray([0.3, -0.2, 0.4]), jnp.asarray([2.0, 1.0, -1.1])
+    moved = moved_on_ground(frame, source, destination)
+    back = moved_on_ground(moved, destination, source)
+    for name in ("root_pos", "root_quat", "root_lin_vel", "keypoint_pos"):
+        np.testing.assert_allclose(np.asarray(getattr(back, name)), np.asarray(getattr(frame, name)), atol=1e-5)
+    # heights, joints, speeds and pelvis-frame rates stay; distances between points stay
+    np.testing.assert_allclose(np.asarray(moved.keypoint_pos[:, 2]), np.asarray(frame.keypoint_pos[:, 2]), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(moved.joint_pos), np.asarray(frame.joint_pos))
+    np.testing.assert_allclose(np.linalg.norm(moved.root_lin_vel), np.linalg.norm(frame.root_lin_vel), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(moved.root_ang_vel), np.asarray(frame.root_ang_vel))
+    spread = lambda f: np.linalg.norm(np.asarray(f.keypoint_pos - f.root_pos), axis=-1)  # noqa: E731
+    np.testing.assert_allclose(spread(moved), spread(frame), atol=1e-5)
+    turned = np.asarray(ground_pose(moved.root_pos, moved.root_quat) - ground_pose(frame.root_pos, frame.root_quat))
+    assert abs(turned[2] - (-1.5)) < 1e-4
+    identity = moved_on_ground(frame, jnp.zeros(3), jnp.zeros(3))
+    np.testing.assert_array_equal(np.asarray(identity.keypoint_pos), np.asarray(frame.keypoint_pos))
+
+
+def test_home_start_puts_the_robot_at_rest_in_the_home_pose_and_the_clip_on_it():
+    task = _walk(home_start_fraction=1.0, reset_noise=0.0)
+    env = make_env(task, 4, "cpu", nthread=1)
+    state = env.reset(jax.random.PRNGKey(0))
+    home = env.compiled.model.key_qpos[0]
+    n = 7 + len(JOINT_NAMES)
+    view = state.data.view
+    np.testing.assert_allclose(np.asarray(view.robot_qpos), np.broadcast_to(home[:n], (4, n)), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(view.robot_qvel), 0.0, atol=1e-6)
+    start = closest_frame_time(task.reference, home[7:n])
+    np.testing.assert_allclose(np.asarray(state.info["ref_time"]), start + task.control_dt * np.asarray(state.info["step"]))
+    assert np.all(np.asarray(state.info["from_home"]))
+    # the reference the robot is asked to follow stands where the robot stands and faces where it faces
+    info = jax.tree.map(lambda x: x[0], state.info)
+    frame = task._frame({**info, "ref_time": jnp.asarray(start, jnp.float32)})
+    np.testing.assert_allclose(np.asarray(ground_pose(frame.root_pos, frame.root_quat)),
+                               np.asarray(ground_pose(home[:3], home[3:7])), atol=1e-5)
+    clip_height = float(frame_at(task.reference, 0, start).root_pos[2])
+    assert abs(float(frame.root_pos[2]) - clip_height) < 1e-6
+
+
+def test_a_home_start_sees_what_the_router_shows_the_expert():
+    """The tracking observation at a home start equals the router's re-anchored one at the same clock."""
+    task = _walk(home_start_fraction=1.0, reset_noise=0.0)
+    env = make_env(task, 2, "cpu", nthread=1)
+    state = env.reset(jax.random.PRNGKey(1))
+    skill = SkillObservation("walk", task, "scene")
+    scene = ExpertScene(objective=task.objective, skills=(skill,))
+    objective_keys = tuple(task.objective.reset_info(jax.random.PRNGKey(0)))
+
+    def routed(view, info):
+        own = {k: info[k] for k in objective_keys}
+        return scene.observe(view, {**info, "skill_time": info["ref_time"][None], "skill_info": {"walk": own}})["expert/walk"]
+
+    np.testing.assert_allclose(np.asarray(jax.vmap(routed)(state.data.view, state.info)),
+                               np.asarray(state.obs["state"]), atol=1e-5)
+
+
+def test_a_share_of_episodes_starts_from_home_and_the_rest_on_the_clip_where_it_is():
+    task = _walk(home_start_fraction=0.3)
+    infos = jax.vmap(task.reset_info)(jax.random.split(jax.random.PRNGKey(2), 2000))
+    from_home = np.asarray(infos["from_home"])
+    assert 0.25 < from_home.mean() < 0.35
+    anchors = np.asarray(infos["anchor"])
+    assert np.all(anchors[~from_home] == 0.0)
+    assert np.all(np.abs(anchors[from_home]).sum(axis=(1, 2)) > 0)
+
+
+@pytest.mark.parametrize("settings,words", [
+    ({"home_start_fraction": 1.5}, "home_start_fraction must be in [0, 1]"),
+    ({"home_start_fraction": 0.2, "object_joint": "box"}, "cannot be combined with object_joint"),
+])
+def test_impossible_home_start_settings_are_refused(settings, words):
+    with pytest.raises(UserError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        with_overrides(TrackingConfig(), settings)
