@@ -123,9 +123,8 @@ def test_the_clip_played_perfectly_clears_the_experts_return_goal(skill):
 
 
 # Experts judged by their objective's success alone whose clip, played perfectly, does not reach it.
-CLIP_FALLS_SHORT = {
-    "push": "the keyframed push moves the box 0.26 m (to x = 1.06); the marker is at x = 2.0, success within 0.1 m",
-}
+# (push was here while its keys moved the box 0.26 m of the 1.2 m to the marker; they now walk it on.)
+CLIP_FALLS_SHORT: dict[str, str] = {}
 
 
 @pytest.mark.skipif(not (MOTIONS_DIR / "push.npz").is_file(), reason="the shipped clip library is missing")

@@ -291,6 +291,10 @@ STAND_PELVIS: Vec = (0.0, 0.0, 0.98)
 # the push clip's paddles reach it (its top near edge): from there on the box moves with the hands.
 _BOX_REST = np.array(DEFAULT_PLACES["box"])
 _PUSH_CONTACT_X = 0.6
+# How high (m) a pushing step lifts the sole: clear of contact detection (`ContactConfig.height`, 5 cm at
+# the lowest point). At 6 cm the soles never left "contact", so retargeting pinned each foot to one
+# spot for the whole clip and the steps vanished.
+PUSH_STEP_HEIGHT = 0.12
 
 
 def _pushed_box(hand_x: float) -> tuple[tuple[str, tuple[float, ...]], ...]:
@@ -303,6 +307,23 @@ def _push(time: float, pelvis: Vec, hand_x: float, **feet: Vec) -> KeyPose:
     """A push key: leaning on the box in a deep squat, both hands at `hand_x`, the box moved with them."""
     return _pose(time, pelvis, (0.0, 1.0, 0.0), left_hand=(hand_x, 0.14, 0.27), right_hand=(hand_x, -0.14, 0.27),
                  props=_pushed_box(hand_x), **feet)
+
+
+def _walking_push(start: float, pelvis: Vec, hand_x: float, feet_x: float, steps: int, stride: float = 0.19,
+                  step_time: float = 0.6) -> tuple[KeyPose, ...]:
+    """Push keys that walk the box on: `steps` foot steps (right first) of `stride` m each, from feet side by side
+    at `feet_x`, the pelvis and hands following half a stride per step. (A 2 cm sway of the pelvis over the
+    standing foot turned the torso enough to push a paddle 1 cm into the box.)"""
+    keys, x, y_offset = [], 0.0, {"right_foot": -0.2, "left_foot": 0.2}
+    for step in range(steps):
+        foot = ("right_foot", "left_foot")[step % 2]
+        lead = feet_x + stride * (step // 2 + 1)  # where this foot lands
+        t = start + step * step_time
+        keys.append(_push(t + step_time / 2, (pelvis[0] + x + stride / 4, 0.0, pelvis[2]), hand_x + x + stride / 4,
+                          **{foot: (lead - stride / 2, y_offset[foot], PUSH_STEP_HEIGHT)}))
+        x += stride / 2
+        keys.append(_push(t + step_time, (pelvis[0] + x, 0.0, pelvis[2]), hand_x + x, **{foot: (lead, y_offset[foot], 0.0)}))
+    return tuple(keys)
 
 
 # The door scene as `metaworld_x.scene` builds it (props.add_door): the door
@@ -408,17 +429,20 @@ KEYFRAMED: dict[str, KeyframeClip] = {
         skill="push",
         notes=(
             "crouch and lean with both hands on the upper near face of the 0.3 m box on the floor 0.8 m ahead "
-            "(push scene), push it 0.26 m in a deep squat while stepping right then left foot forward"
+            "(push scene), push it 0.26 m in a deep squat while stepping right then left foot forward, then walk "
+            "it on 0.95 m in ten steps of 0.19 m, onto the red marker 2 m ahead"
         ),
         hold=0.5,
         keys=(
             _pose(0.0, STAND_PELVIS, props=_pushed_box(0.0)),
             _push(1.2, (0.0, 0.0, 0.62), _PUSH_CONTACT_X),
             _push(2.0, (0.08, 0.0, 0.62), 0.7),
-            _push(2.4, (0.11, -0.02, 0.62), 0.74, right_foot=(0.1, -0.2, 0.06)),
+            _push(2.4, (0.11, -0.02, 0.62), 0.74, right_foot=(0.1, -0.2, PUSH_STEP_HEIGHT)),
             _push(2.8, (0.14, -0.02, 0.62), 0.78, right_foot=(0.16, -0.2, 0.0)),
-            _push(3.2, (0.17, 0.02, 0.62), 0.82, left_foot=(0.1, 0.2, 0.06)),
+            _push(3.2, (0.17, 0.02, 0.62), 0.82, left_foot=(0.1, 0.2, PUSH_STEP_HEIGHT)),
             _push(3.6, (0.2, 0.0, 0.62), 0.86, left_foot=(0.16, 0.2, 0.0)),
+            # the marker is 1.2 m from the box: 0.26 m above, 0.95 m walking, box centre at 2.01 m
+            *_walking_push(3.6, (0.2, 0.0, 0.62), 0.86, 0.16, steps=10),
         ),
     ),
     "door": KeyframeClip(
