@@ -89,7 +89,7 @@ EXPERTS: dict[str, ExpertSpec] = {
                    tracking={**HOME_STARTS}, return_goal=800.0, ppo=_ppo(6_000_000, budget=0.06)),
         ExpertSpec("walk", "walk forward at a steady pace", ("walk",), "walk",
                    tracking={**HOME_STARTS}, return_goal=700.0, ppo=_ppo(6_000_000, budget=0.06)),
-        ExpertSpec("run", "run forward fast", ("run",), "run", return_goal=700.0, ppo=_ppo(15_000_000, budget=0.06)),
+        ExpertSpec("run", "run forward fast", ("run",), "run", return_goal=700.0, ppo=_ppo(20_000_000, budget=0.06)),
         ExpertSpec("sit", "sit down on the chair behind and stay seated", ("sit",), "sit",
                    tracking={**HOME_STARTS}, return_goal=750.0, ppo=_ppo(9_000_000, budget=0.06)),
         ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl",), "crawl",

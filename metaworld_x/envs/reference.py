@@ -131,6 +131,16 @@ def moved_on_ground(frame: ReferenceFrame, source, destination) -> ReferenceFram
     )
 
 
+def reanchor(target: ReferenceFrame, now: ReferenceFrame, root_pos, root_quat) -> ReferenceFrame:
+    """`target` moved by the floor-plane rigid motion that takes the clip's frame `now` onto a robot's root.
+
+    root_pos [3], root_quat [4] are the robot's. Only x, y and yaw move: the
+    clip's heights stay. How a router shows an expert its clip wherever the
+    robot stands, and how a home-start tracking episode does.
+    """
+    return moved_on_ground(target, ground_pose(now.root_pos, now.root_quat), ground_pose(root_pos, root_quat))
+
+
 def facing_forward(clip: Clip) -> Clip:
     """`clip` turned about the vertical and moved so it starts at x = y = 0 and travels along +x.
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
-from metaworld_x.envs.reference import ReferenceFrame, closest_frame_time, frame_at, ground_pose, moved_on_ground
+from metaworld_x.envs.reference import closest_frame_time, frame_at, reanchor
 from metaworld_x.errors import UserError
 
 PROPRIOCEPTION = "proprioception"
@@ -42,15 +42,6 @@ def tracking_obs_layout(tracking, proprioception_size: int, objective_size: int)
     if objective_size:
         layout.append([f"objective/{tracking.objective.name}", objective_size])
     return layout
-
-
-def reanchor(target: ReferenceFrame, now: ReferenceFrame, root_pos, root_quat) -> ReferenceFrame:
-    """`target` moved by the floor-plane rigid motion that takes the clip's frame `now` onto the robot's root.
-
-    root_pos [3], root_quat [4] are the robot's. Only x, y and yaw move:
-    the clip's heights stay, as in training.
-    """
-    return moved_on_ground(target, ground_pose(now.root_pos, now.root_quat), ground_pose(root_pos, root_quat))
 
 
 def reference_features(tracking, view, clip_time, clip: int = 0):

@@ -47,10 +47,9 @@ from metaworld_x.envs.reference import (
     facing_forward,
     frame_at,
     from_clips,
-    ground_pose,
-    moved_on_ground,
     object_at,
     props_at,
+    reanchor,
 )
 from metaworld_x.envs.state import PhysicsInit
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig, perturb_robot
@@ -95,8 +94,8 @@ class TrackingConfig(TaskConfig):
     phase_zero_fraction: float = 0.2
     """Share of episodes that start at the clip's first frame; the rest start at a uniformly random time."""
     home_start_fraction: float = 0.0
-    """Share of episodes that start from the scene's home pose at rest instead of the clip's state, with the clip
-    moved on the floor onto the robot at the clip time whose pose is closest to home: how a router starts an expert."""
+    """Share of episodes that start from the scene's home pose at rest, at the clip time whose pose is closest to
+    home, with the clip re-anchored onto the robot's root every step: how a router runs an expert."""
     future_steps: tuple[int, ...] = (1, 5)
     """Control steps ahead of each reference frame in the observation."""
     joint_pos_k: float = 10.0
@@ -288,7 +287,7 @@ class Tracking(Task):
 
     def reward_terms(self, view, info, action):
         scales = self.config.rewards
-        ref = self._frame(info)
+        ref = self._frame(view, info)
         terms = {}
         for name in IMITATION_TERMS + ("action_rate", "torque"):
             weight = self.config.track_weight if name in IMITATION_TERMS else 1.0
@@ -299,13 +298,24 @@ class Tracking(Task):
                 terms[TASK_PREFIX + name] = self.config.task_weight * value
         return terms
 
-    def _frame(self, info) -> ReferenceFrame:
-        return self._anchored(info)(frame_at(self.reference, info["clip"], info["ref_time"]))
+    def _frame(self, view, info) -> ReferenceFrame:
+        """The reference now, placed as `_placement` says."""
+        return self._placement(view, info)(frame_at(self.reference, info["clip"], info["ref_time"]))
 
-    @staticmethod
-    def _anchored(info):
-        """frame -> frame moved where this episode's reference stands (`info["anchor"]`: from and to ground poses)."""
-        return lambda frame: moved_on_ground(frame, info["anchor"][0], info["anchor"][1])
+    def _placement(self, view, info):
+        """frame -> frame: where the clip has it; in a home-start episode, re-anchored onto the robot's root now.
+
+        The re-anchoring is the router's (`reference.reanchor`), step by step, so
+        a home-start episode is what an expert lives through inside a router: its
+        clip always starts from where it stands, and only its pose, height and
+        speed can be off, never where it has got to."""
+        now = frame_at(self.reference, info["clip"], info["ref_time"])
+
+        def place(frame):
+            anchored = reanchor(frame, now, view.root_pos, view.root_quat)
+            return jax.tree.map(lambda a, b: jnp.where(info["from_home"], a, b), anchored, frame)
+
+        return place
 
     def _keypoints(self, view):
         """[K, 3] the robot's keypoints in the reference's order."""
@@ -315,7 +325,7 @@ class Tracking(Task):
 
     def keypoint_errors(self, view, info):
         """[K] distance (m) of each keypoint (`reference.keypoint_names`) from the reference now, relative to the roots."""
-        return self._relative_errors(view, self._frame(info))
+        return self._relative_errors(view, self._frame(view, info))
 
     def _relative_errors(self, view, ref: ReferenceFrame):
         """[K] distance of each keypoint from its reference, both taken relative to their roots."""
@@ -370,17 +380,14 @@ class Tracking(Task):
     def clip_info(clip, time) -> dict:
         """The episode variables of a start on clip index `clip` at `time` (s), with the clip where it is."""
         return {"clip": jnp.asarray(clip, jnp.int32), "ref_time": jnp.asarray(time, jnp.float32),
-                "anchor": jnp.zeros((2, 3), jnp.float32), "from_home": jnp.zeros((), bool),
+                "from_home": jnp.zeros((), bool),
                 "task_return": jnp.zeros((), jnp.float32)}
 
     @cached_property
-    def _home(self) -> tuple[np.ndarray, np.ndarray]:
-        """(the scene's home ground pose [3], each clip's time closest to the home pose [C]), for home starts."""
-        home = self.build_model().key_qpos[0]
-        times = [closest_frame_time(self.reference, home[7 : 7 + len(JOINT_NAMES)], c) for c in range(self.reference.num_clips)]
-        with jax.ensure_compile_time_eval():  # constants, even when first asked for inside a jitted reset
-            pose = np.asarray(ground_pose(home[:3], home[3:7]), np.float32)
-        return pose, np.asarray(times, np.float32)
+    def _home_start_times(self) -> np.ndarray:
+        """[C] each clip's time whose pose is closest to the scene's home pose (where a router starts its clock)."""
+        home = self.build_model().key_qpos[0][7 : 7 + len(JOINT_NAMES)]
+        return np.asarray([closest_frame_time(self.reference, home, c) for c in range(self.reference.num_clips)], np.float32)
 
     def reset_info(self, rng):
         k_clip, k_phase, k_zero, k_home, k_objective = jax.random.split(rng, 5)
@@ -388,17 +395,11 @@ class Tracking(Task):
         clip = jax.random.randint(k_clip, (), 0, ref.num_clips)
         start = jax.random.uniform(k_phase, (), minval=0.0, maxval=ref.duration(clip))
         start = jnp.where(jax.random.uniform(k_zero) < self.config.phase_zero_fraction, 0.0, start)
-        # identity anchor: the clip where it is; a home start moves it onto the robot's home ground pose
-        anchor = jnp.zeros((2, 3), jnp.float32)
-        from_home = jnp.zeros((), bool)
+        info = self.clip_info(clip, start)
         if self.config.home_start_fraction > 0:
-            home_pose, home_times = self._home
             from_home = jax.random.uniform(k_home) < self.config.home_start_fraction
-            start = jnp.where(from_home, jnp.asarray(home_times)[clip], start)
-            now = frame_at(ref, clip, start)
-            clip_pose = ground_pose(now.root_pos, now.root_quat)
-            anchor = jnp.where(from_home, jnp.stack([clip_pose, jnp.asarray(home_pose)]), anchor)
-        info = {**self.clip_info(clip, start), "anchor": anchor, "from_home": from_home}
+            start = jnp.where(from_home, jnp.asarray(self._home_start_times)[clip], start)
+            info = {**info, "ref_time": start, "from_home": from_home}
         if self.objective is not None:
             info.update(self.objective.reset_info(k_objective))
         return info
@@ -407,7 +408,7 @@ class Tracking(Task):
         """Reference-state initialisation: the robot (and `object_joint`, and with `clip_props` the props) in the
         clip's state at the start time; or, for a home start, the robot in the scene's home pose (with the task's
         reset noise) at rest."""
-        ref = self._frame(info)
+        ref = frame_at(self.reference, info["clip"], info["ref_time"])
         n = len(JOINT_NAMES)
         qpos = home.qpos.at[:3].set(ref.root_pos).at[3:7].set(ref.root_quat).at[7 : 7 + n].set(ref.joint_pos)
         qvel = home.qvel.at[:3].set(ref.root_lin_vel).at[3:6].set(ref.root_ang_vel).at[6 : 6 + n].set(ref.joint_vel)
@@ -436,7 +437,7 @@ class Tracking(Task):
         return self.objective.advance(view, info) if self.objective is not None else info
 
     def features(self, view, info):
-        parts = [self.reference_features(view, info["clip"], info["ref_time"], self._anchored(info))]
+        parts = [self.reference_features(view, info["clip"], info["ref_time"], self._placement(view, info))]
         if self.objective is not None:
             parts.append(self.objective.features(view, info))
         return jnp.concatenate(parts)
@@ -467,10 +468,10 @@ class Tracking(Task):
         return self.objective.privileged_features(view, info) if self.objective else jnp.zeros(0, jnp.float32)
 
     def _terminate_fall(self, view, info):
-        return view.root_pos[2] < self._frame(info).root_pos[2] - self.config.fall_margin
+        return view.root_pos[2] < self._frame(view, info).root_pos[2] - self.config.fall_margin
 
     def _terminate_deviation(self, view, info):
-        ref = self._frame(info)
+        ref = self._frame(view, info)
         worst = jnp.max(jnp.linalg.norm(self._keypoints(view) - ref.keypoint_pos, axis=-1))
         if self._object is not None:  # a dropped box ends the episode like a lost foot
             target = object_at(self.reference, info["clip"], info["ref_time"]).pos
