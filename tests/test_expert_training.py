@@ -17,7 +17,6 @@ pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason
 
 # Experts shipped although they miss a goal, with why; listed in experts/README.md too.
 BELOW_GOAL = {
-    "stand": "9/10: its first clip ends on one foot (see experts/README.md)",
     "sit": "10/10 and 875 per 1000 steps, but 7.9 cm mean tracking error (goal 6 cm): it sits with its feet "
            "about 20 cm from the clip's; the multiplier was still rising when training stopped at 9M steps",
 }

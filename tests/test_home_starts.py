@@ -104,6 +104,15 @@ def test_a_share_of_episodes_starts_from_home_and_the_rest_on_the_clip_where_it_
                                   np.asarray(frame_at(task.reference, 0, 0.7).keypoint_pos))
 
 
+def test_home_starts_of_a_multi_clip_expert_use_its_first_clip_as_the_router_does():
+    task = Tracking(with_overrides(expert_task(expert_spec("stand")).config, {"home_start_fraction": 0.5}),
+                    objective=expert_task(expert_spec("stand")).objective)
+    infos = jax.vmap(task.reset_info)(jax.random.split(jax.random.PRNGKey(3), 400))
+    from_home, clips = np.asarray(infos["from_home"]), np.asarray(infos["clip"])
+    assert np.all(clips[from_home] == 0)
+    assert set(clips[~from_home]) == {0, 1}
+
+
 @pytest.mark.parametrize("settings,words", [
     ({"home_start_fraction": 1.5}, "home_start_fraction must be in [0, 1]"),
     ({"home_start_fraction": 0.2, "object_joint": "box"}, "cannot be combined with object_joint"),

@@ -94,8 +94,8 @@ class TrackingConfig(TaskConfig):
     phase_zero_fraction: float = 0.2
     """Share of episodes that start at the clip's first frame; the rest start at a uniformly random time."""
     home_start_fraction: float = 0.0
-    """Share of episodes that start from the scene's home pose at rest, at the clip time whose pose is closest to
-    home, with the clip re-anchored onto the robot's root every step: how a router runs an expert."""
+    """Share of episodes that start from the scene's home pose at rest, on the first clip at the time whose pose is
+    closest to home, the clip re-anchored onto the robot's root every step: how a router runs an expert."""
     future_steps: tuple[int, ...] = (1, 5)
     """Control steps ahead of each reference frame in the observation."""
     joint_pos_k: float = 10.0
@@ -385,7 +385,7 @@ class Tracking(Task):
 
     @cached_property
     def _home_start_times(self) -> np.ndarray:
-        """[C] each clip's time whose pose is closest to the scene's home pose (where a router starts its clock)."""
+        """[C] each clip's time whose pose is closest to the scene's home pose (where a router starts the first's clock)."""
         home = self.build_model().key_qpos[0][7 : 7 + len(JOINT_NAMES)]
         return np.asarray([closest_frame_time(self.reference, home, c) for c in range(self.reference.num_clips)], np.float32)
 
@@ -397,9 +397,11 @@ class Tracking(Task):
         start = jnp.where(jax.random.uniform(k_zero) < self.config.phase_zero_fraction, 0.0, start)
         info = self.clip_info(clip, start)
         if self.config.home_start_fraction > 0:
+            # a router drives a multi-clip expert by its first clip, from that clip's frame closest to home
             from_home = jax.random.uniform(k_home) < self.config.home_start_fraction
-            start = jnp.where(from_home, jnp.asarray(self._home_start_times)[clip], start)
-            info = {**info, "ref_time": start, "from_home": from_home}
+            clip = jnp.where(from_home, 0, clip)
+            start = jnp.where(from_home, jnp.asarray(self._home_start_times)[0], start)
+            info = {**info, "clip": clip, "ref_time": start, "from_home": from_home}
         if self.objective is not None:
             info.update(self.objective.reset_info(k_objective))
         return info
