@@ -113,6 +113,20 @@ def test_home_starts_of_a_multi_clip_expert_use_its_first_clip_as_the_router_doe
     assert set(clips[~from_home]) == {0, 1}
 
 
+def test_home_starts_have_their_own_looser_deviation_limit():
+    """A home start begins off the clip's pose; the router it prepares for never ends an episode for that."""
+    task = _walk(home_start_fraction=1.0, reset_noise=0.0)
+    env = make_env(task, 1, "cpu", nthread=1)
+    state = env.reset(jax.random.PRNGKey(0))
+    view, info = jax.tree.map(lambda x: x[0], state.data.view), jax.tree.map(lambda x: x[0], state.info)
+    worst = float(jnp.max(jnp.linalg.norm(task._keypoints(view) - task._frame(view, info).keypoint_pos, axis=-1)))
+    assert worst > 0.1  # the home pose is not the clip's
+    strict = Tracking(with_overrides(task.config, {"max_deviation": worst - 0.05, "home_max_deviation": worst + 0.05}),
+                      objective=task.objective)
+    assert not bool(strict._terminate_deviation(view, info))
+    assert bool(strict._terminate_deviation(view, {**info, "from_home": jnp.asarray(False)}))
+
+
 @pytest.mark.parametrize("settings,words", [
     ({"home_start_fraction": 1.5}, "home_start_fraction must be in [0, 1]"),
     ({"home_start_fraction": 0.2, "object_joint": "box"}, "cannot be combined with object_joint"),
