@@ -123,19 +123,19 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
     directory = Path(directory)
     params, policy_spec = load_expert(directory)
     spec = spec or expert_spec(policy_spec["skill"])
-    metrics = _evaluate(params, spec, seed, episodes, home_start_fraction=0.0)
-    home_possible = not (spec.tracking.get("object_joint") or spec.tracking.get("clip_props"))
-    metrics["from_home"] = _evaluate(params, spec, seed, episodes, home_start_fraction=1.0) if home_possible else None
+    task = expert_task(spec)
+    metrics = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0)
+    home_possible = task.config.home_starts_possible
+    metrics["from_home"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=1.0) if home_possible else None
     return metrics
 
 
-def _evaluate(params, spec: ExpertSpec, seed: int, episodes: int, home_start_fraction: float) -> dict:
-    """One evaluation: every episode starts on the clip (0) or from the home pose (1)."""
+def _evaluate(params, spec: ExpertSpec, task, seed: int, episodes: int, home_start_fraction: float) -> dict:
+    """One evaluation of `task`: every episode starts on the clip (0) or from the home pose (1)."""
     from dataclasses import replace
 
     from metaworld_x.policy import act
 
-    task = expert_task(spec)
     task = replace(task, config=replace(task.config, home_start_fraction=home_start_fraction))
     env = make_env(task, episodes, "cpu")
     reasons = env.reason_names

@@ -21,6 +21,7 @@ import numpy as np
 from flax import struct
 
 from metaworld_x.envs import rotations
+from metaworld_x.envs.observations import yaw
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
 
@@ -102,9 +103,7 @@ class ReferenceMotion:
 
 def ground_pose(root_pos, root_quat):
     """[3] (x, y, yaw) of a root on the floor plane: where it stands and which way it faces."""
-    w, x, y, z = root_quat[..., 0], root_quat[..., 1], root_quat[..., 2], root_quat[..., 3]
-    heading = jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-    return jnp.stack([root_pos[..., 0], root_pos[..., 1], heading], axis=-1)
+    return jnp.stack([root_pos[..., 0], root_pos[..., 1], yaw(root_quat)], axis=-1)
 
 
 def moved_on_ground(frame: ReferenceFrame, source, destination) -> ReferenceFrame:

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from metaworld_x.envs.observations import proprioception
+from metaworld_x.envs.reference import closest_frame_time
 from metaworld_x.envs.task import Task
 from metaworld_x.envs.tasks.tracking import SITE_KEYPOINTS
 from metaworld_x.errors import UserError
@@ -23,7 +24,6 @@ from metaworld_x.robot import JOINT_NAMES
 from metaworld_x.routing.skill_observation import (
     SkillObservation,
     check_layout,
-    closest_clip_time,
     objects_present,
     tracking_obs_layout,
 )
@@ -210,7 +210,7 @@ def build_expert_scene(
                 source = "scene"
             else:
                 source, frozen = "frozen", _training_start_features(tracking, size)
-        start = closest_clip_time(tracking, home) if start_at_closest_pose else 0.0
+        start = closest_frame_time(tracking.reference, home) if start_at_closest_pose else 0.0
         skills.append(SkillObservation(name, tracking, source, frozen, start_time=start))
         record[name] = {"obs_layout": layout, "objective_source": source, "clip": spec.clips[0], "start_time": start,
                         "reference": "re-anchored to the robot's root and heading; own clock from start_time"}

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
-from metaworld_x.envs.reference import closest_frame_time, frame_at, reanchor
+from metaworld_x.envs.reference import frame_at, reanchor
 from metaworld_x.errors import UserError
 
 PROPRIOCEPTION = "proprioception"
@@ -87,11 +87,6 @@ class SkillObservation:
         elif self.objective_source == "frozen":
             parts.append(jnp.asarray(self.frozen_objective, jnp.float32))
         return jnp.concatenate(parts)
-
-
-def closest_clip_time(tracking, joint_pos, clip: int = 0) -> float:
-    """The time (s) of the clip frame whose joint angles are closest to `joint_pos` [19] (e.g. the home pose)."""
-    return closest_frame_time(tracking.reference, joint_pos, clip)
 
 
 def objects_present(model, task) -> bool:

@@ -132,6 +132,11 @@ class TrackingConfig(TaskConfig):
     """Reset sets the scene joints the clips record (`Clip.prop_qpos`: a pushed box, a door's hinge) as the clip has them; False: as the scene does."""
     rewards: TrackingRewards = field(default_factory=TrackingRewards)
 
+    @property
+    def home_starts_possible(self) -> bool:
+        """Whether an episode may start from the home pose: not when reset must place a box or props from the clip."""
+        return not (self.object_joint or self.clip_props)
+
     def __post_init__(self):
         super().__post_init__()
         if not self.clips:
@@ -144,7 +149,7 @@ class TrackingConfig(TaskConfig):
             raise UserError(f"home_start_fraction must be in [0, 1], got {self.home_start_fraction}")
         if self.max_deviation <= 0 or self.home_max_deviation <= 0:
             raise UserError(f"max_deviation and home_max_deviation must be > 0 m, got {self.max_deviation}, {self.home_max_deviation}")
-        if self.home_start_fraction and (self.object_joint or self.clip_props):
+        if self.home_start_fraction and not self.home_starts_possible:
             raise UserError(
                 "home_start_fraction cannot be combined with object_joint or clip_props: a home start leaves the"
                 " box and props where the scene puts them, not where the moved clip has them; set it to 0"
