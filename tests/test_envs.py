@@ -11,6 +11,7 @@ from metaworld_x.envs import make
 from metaworld_x.envs.randomize import RandomizationConfig, apply, model_arrays, push, randomize
 from metaworld_x.envs.rewards import tolerance
 from metaworld_x.envs.tasks import TASKS, make_task
+from metaworld_x.envs.transition import first_observation
 from metaworld_x.errors import UserError
 
 WORLDS = 2
@@ -85,6 +86,20 @@ def test_time_limit_truncates_and_auto_resets():
     assert (np.asarray(states[4].info["step"]) == 1).all()
     # the returned observation is the new episode's; the old one's last is kept
     assert not np.allclose(np.asarray(ended.obs["state"]), np.asarray(ended.info["final_obs"]["state"]))
+
+
+def test_a_reset_worlds_first_observation_ignores_the_engines_force_buffers():
+    # mujoco.batch leaves a reset at the velocity stage, where its contact and actuator force buffers hold
+    # whichever simulation a thread computed last (it depends on scheduling); no force has acted on a fresh world.
+    env = make("stand", num_worlds=1, nthread=1)
+    state = env.step(env.reset(jax.random.PRNGKey(0)), np.zeros((1, 19), np.float32))
+    view, info = jax.tree.map(lambda x: x[0], (state.data.view, state.info))
+    assert np.abs(view.foot_force).sum() > 0 and np.abs(view.actuator_force).sum() > 0
+    without = view.replace(foot_force=jnp.zeros_like(view.foot_force), actuator_force=jnp.zeros_like(view.actuator_force))
+    with_forces, _ = first_observation(env.task, view, info)
+    fresh, _ = first_observation(env.task, without, info)
+    for key in fresh:
+        np.testing.assert_array_equal(np.asarray(with_forces[key]), np.asarray(fresh[key]))
 
 
 def test_fall_terminates_with_its_reason():

@@ -54,7 +54,7 @@ def reset_world(task: Task, home: PhysicsInit, rng: jax.Array, nu: int) -> tuple
 
 def first_observation(task: Task, view: PhysicsView, info: Info):
     """Observation of a world just reset, with `final_obs` initialised to it."""
-    obs = _finite(task.observe(view, info))
+    obs = _finite(task.observe(view.just_reset(), info))
     return obs, {**info, "final_obs": obs}
 
 
