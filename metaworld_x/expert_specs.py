@@ -90,8 +90,10 @@ EXPERTS: dict[str, ExpertSpec] = {
         ExpertSpec("walk", "walk forward at a steady pace", ("walk",), "walk",
                    tracking={**HOME_STARTS}, return_goal=700.0, ppo=_ppo(6_000_000, budget=0.06)),
         ExpertSpec("run", "run forward fast", ("run",), "run", return_goal=700.0, ppo=_ppo(20_000_000, budget=0.06)),
+        # 1000-step episodes, as long as the router's sit task: with 500 the expert sat down from home
+        # and stood up again at ~9 s, after the end of every episode it had trained on.
         ExpertSpec("sit", "sit down on the chair behind and stay seated", ("sit",), "sit",
-                   tracking={**HOME_STARTS}, return_goal=750.0, ppo=_ppo(9_000_000, budget=0.06)),
+                   tracking={**HOME_STARTS, "episode_length": 1000}, return_goal=750.0, ppo=_ppo(9_000_000, budget=0.06)),
         ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl",), "crawl",
                    tracking={"face_forward": True}, return_goal=700.0, ppo=_ppo(15_000_000, budget=0.06)),
         ExpertSpec("reach_one_hand", "reach out and touch a target with the right hand", ("reach_one_hand",), "reach",
