@@ -68,6 +68,23 @@ def test_weights_are_on_the_simplex_and_hard_gumbel_passes_gradients():
     np.testing.assert_array_equal(np.asarray(deployed).argmax(-1), np.asarray(soft).argmax(-1))
 
 
+def test_weights_below_min_weight_are_dropped_and_the_rest_renormalised():
+    logits = jnp.log(jnp.asarray([[0.90, 0.06, 0.04], [0.30, 0.30, 0.40], [0.34, 0.33, 0.33]]))
+    router = Router(RouterConfig(hidden=(16,), min_weight=0.05), OBS, TEXT, ("a", "b", "c"))
+    weights = np.asarray(router.weights_from_logits(logits))
+    np.testing.assert_allclose(weights[0], [0.90 / 0.96, 0.06 / 0.96, 0.0], rtol=1e-5)
+    np.testing.assert_allclose(weights[1], [0.3, 0.3, 0.4], rtol=1e-5)
+    # above every weight, only the largest is left
+    strict = Router(RouterConfig(hidden=(16,), min_weight=0.5), OBS, TEXT, ("a", "b", "c"))
+    np.testing.assert_array_equal(np.asarray(strict.weights_from_logits(logits)), [[1, 0, 0], [0, 0, 1], [1, 0, 0]])
+    plain = Router(RouterConfig(hidden=(16,), min_weight=0.0), OBS, TEXT, ("a", "b", "c"))
+    np.testing.assert_allclose(np.asarray(plain.weights_from_logits(logits))[0], [0.90, 0.06, 0.04], rtol=1e-5)
+    grad = jax.grad(lambda l: router.weights_from_logits(l)[0, 1])(logits)
+    assert jnp.all(jnp.isfinite(grad)) and float(jnp.abs(grad[0]).sum()) > 0
+    with pytest.raises(UserError, match="min_weight"):
+        RouterConfig(min_weight=1.0)
+
+
 def test_fixed_expert_is_one_hot_and_must_exist():
     router = Router(RouterConfig(hidden=(16,), fixed_expert="run"), OBS, TEXT, NAMES)
     w = router.weights(router.init(jax.random.PRNGKey(0)), jnp.zeros((3, OBS)), jnp.zeros((3, TEXT)))
@@ -80,7 +97,8 @@ def test_peaked_prior_sets_the_starting_weights():
     prior = np.array([0.05, 0.85, 0.05, 0.05], np.float32)
     obs, text = jax.random.normal(jax.random.PRNGKey(1), (32, OBS)), jax.random.normal(jax.random.PRNGKey(2), (32, TEXT))
     names = ("a", "b", "c", "d")
-    with_vlm = Router(RouterConfig(hidden=(32, 32), use_vlm=True), OBS, TEXT, names)
+    # min_weight 0: the prior's 0.05 entries sit right at the default threshold
+    with_vlm = Router(RouterConfig(hidden=(32, 32), use_vlm=True, min_weight=0.0), OBS, TEXT, names)
     start = with_vlm.weights(with_vlm.init(jax.random.PRNGKey(0), prior=prior), obs, text)
     np.testing.assert_allclose(start, np.broadcast_to(prior, start.shape), atol=0.03)
     without = Router(RouterConfig(hidden=(32, 32), use_vlm=False), OBS, TEXT, names)
@@ -209,7 +227,8 @@ def test_trust_region_holds_the_router_near_its_anchor_when_the_model_cannot_tel
     probe = buffer.sample(64, 1, rng)["obs"][:, 0]
     batches = ({"obs": buffer.sample(64, 1, rng)["obs"][:, 0], "text": text, "prior": prior} for _ in range(updates))
     state, history = train_router(router, state, batches, model, wm_params)
-    w = np.asarray(router.weights(state.params, probe, text))
+    # the router's distribution itself: the 0.03 expert is below min_weight, so its deployed weight is 0
+    w = np.asarray(jax.nn.softmax(router.logits(state.params, probe, text), axis=-1))
     kl = float(np.mean(np.sum(prior * np.log(prior / w), axis=-1)))  # the anchor is the router at the prior
     print(f"trust region β={trust}: weight on the prior's expert {w[:, 0].mean():.3f}, KL to the anchor {kl:.4f}")
     np.testing.assert_allclose(float(state.vlm_weight), 0.95**updates, rtol=1e-5)  # the VLM schedule is untouched

