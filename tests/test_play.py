@@ -6,6 +6,7 @@ set-up command, run in tests/test_readme.py.
 """
 
 import io
+import shutil
 import time
 
 import jax
@@ -53,7 +54,9 @@ def test_router_needing_an_expert_that_is_not_installed_names_the_expert_command
     folder.mkdir(parents=True)
     record = {"task": "fetch", "instruction": "fetch it", "experts": [{"name": "carry", "hash": "0"}, {"name": "walk", "hash": "0"}]}
     (folder / "router.json").write_text(json.dumps(record))
-    code, _, err = _play(capsys, "fetch it", "--router-dir", str(tmp_path / "router"), "--experts-dir", str(EXPERTS_DIR))
+    experts = tmp_path / "experts"  # walk installed, carry not
+    shutil.copytree(EXPERTS_DIR / "walk", experts / "walk")
+    code, _, err = _play(capsys, "fetch it", "--router-dir", str(tmp_path / "router"), "--experts-dir", str(experts))
     assert code == 2
     _one_line_error(err, "needs expert(s) carry", "`metaworld-x train expert carry`")
 
