@@ -1,6 +1,5 @@
 """Experts on the real cpu backend: exact resume, shipping, evaluation, shipped artifacts."""
 
-import dataclasses
 import json
 import shutil
 

@@ -160,10 +160,10 @@ class PhysicsView:
         """This view as a world just reset: no substep has acted yet, so no contact or actuator force has.
 
         The engines' buffers hold something else there, because both leave a reset at
-        the velocity stage: mujoco.batch the forces of whichever simulation its
-        thread last computed, MJX those of its template. The batch's made first
-        observations depend on thread scheduling, and a resumed run differ from
-        an unbroken one."""
+        the velocity stage: mujoco.batch holds the forces of whichever simulation its
+        thread last computed, MJX those of its template. The batch's leftovers made
+        first observations depend on thread scheduling, and a resumed run differ
+        from an unbroken one."""
         return self.replace(foot_force=jnp.zeros_like(self.foot_force),
                             actuator_force=jnp.zeros_like(self.actuator_force))
 
