@@ -78,10 +78,10 @@ def test_reference_start_poses_clear_the_scene_props(skill):
     assert depth <= TOLERATED_PENETRATION, f"{skill}: {pair} overlap by {depth * 100:.1f} cm at t = {time:.2f} s"
 
 
-def replay(skill: str, steps: int) -> tuple[float, bool, float]:
+def replay(skill: str, steps: int, **task_variables) -> tuple[float, bool, float]:
     """(task reward per 1000 steps, whether the objective's success held at some step (False for an objective
     judged by its return), the clip's last time (s)) of the expert's first clip played kinematically from its
-    start, its held object and props moving with it."""
+    start, its held object and props moving with it; `task_variables` replace the objective's drawn ones."""
     task = expert_task(EXPERTS[skill])
     compiled = CompiledTask.build(task)
     batch = mujoco.batch.Batch(compiled.model, 1, 1)
@@ -90,7 +90,7 @@ def replay(skill: str, steps: int) -> tuple[float, bool, float]:
     batch.reset(keyframe=0)
     joints = task.reference.joint_pos.shape[-1]
     info = {**task.reset_info(jax.random.PRNGKey(0)), **task.clip_info(0, 0.0),
-            "last_action": jnp.zeros(joints), "step": jnp.asarray(0)}
+            "last_action": jnp.zeros(joints), "step": jnp.asarray(0), **task_variables}
     terms = jax.jit(lambda view, info: task.reward_terms(view, info, jnp.zeros(joints)))
     solved_now = jax.jit(lambda view, info: task.objective.success(view, info))
     start_at = reference_start(task, compiled)
@@ -137,3 +137,15 @@ def test_the_clip_played_perfectly_meets_the_objectives_success(skill):
         assert not solved, f"{skill}'s clip now solves its task: remove it from CLIP_FALLS_SHORT"
         pytest.xfail(f"{skill}: {CLIP_FALLS_SHORT[skill]}")
     assert solved, f"{skill}: its clip played perfectly to t = {end:.2f} s never meets {task.objective.name}'s success"
+
+
+@pytest.mark.skipif(not (MOTIONS_DIR / "reach_one_hand.npz").is_file(), reason="the shipped clip library is missing")
+def test_the_reach_targets_lie_around_the_clips_held_hand():
+    """The clip played perfectly touches a target at the centre of the reach task's box, and misses one at a
+    corner: the box is where the clip reaches, and small enough that the policy still has to aim."""
+    task = expert_task(EXPERTS["reach_one_hand"])
+    low, high = np.asarray(task.objective.config.target_low), np.asarray(task.objective.config.target_high)
+    steps = int(float(task.reference.duration(0)) / task.control_dt) + 1
+    assert replay("reach_one_hand", steps, target=jnp.asarray((low + high) / 2))[1], "the clip misses the box centre"
+    assert not replay("reach_one_hand", steps, target=jnp.asarray(high))[1], "the clip alone solves every target"
+    assert np.all(high - low <= 0.3), f"targets spread over {high - low} m, too far for a policy held to its clip"

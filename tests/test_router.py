@@ -253,6 +253,8 @@ def test_mppi_plans_towards_the_better_expert(toy_world):
     weights = plan_mppi(model, wm_params, z, jax.random.PRNGKey(0), horizon=3, samples=64, iterations=3)
     assert weights.shape == (2,) and jnp.allclose(weights.sum(), 1, atol=1e-5)
     assert float(weights[1]) > 0.6
+    gated = plan_mppi(model, wm_params, z, jax.random.PRNGKey(0), horizon=3, samples=64, iterations=3, min_weight=0.45)
+    assert np.asarray(gated).tolist() == [0.0, 1.0], "a weight below min_weight survived the plan"
 
 
 def test_checkpoint_refuses_a_different_expert_set(tmp_path):

@@ -41,7 +41,7 @@ DEFAULT_PLACES: dict[str, tuple[float, float, float]] = {
     "door": (1.5, 0.0, 0.0),
     "marker": (2.0, 0.0, 0.0),
     "tunnel": (1.0, 0.0, 0.0),
-    "target": (0.45, -0.25, 1.1),
+    "target": (1.71, 1.17, 1.54),  # where the reach clip holds its right hand (the reach task draws around it)
 }
 
 SCENES: dict[str, tuple[Placement, ...]] = {

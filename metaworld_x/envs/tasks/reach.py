@@ -1,4 +1,13 @@
-"""Reach: touch a target in front of the robot with either hand, standing."""
+"""Reach: touch a target with the right hand, in the reach of the reach_one_hand clip's lunge.
+
+The shipped clip (DeepMimic's punch, the only one-arm reach in the shared
+mocap) lunges about 1.3 m forward and to the left and holds the right fist
+out at shoulder height. Targets are drawn around where the clip holds that
+hand, relative to the robot's start at the origin facing +x: a policy held
+to the clip within ε = 6 cm (mean over 17 keypoints) can bend its arm and
+step a little, not go somewhere else. With a different clip, move the box
+to that clip's hand (tests/test_expert_clips_fit_their_tasks.py checks it).
+"""
 
 from dataclasses import dataclass, field
 
@@ -9,23 +18,25 @@ from metaworld_x.envs.observations import relative_to_robot, site_distances, sit
 from metaworld_x.envs.rewards import closeness, dont_move, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
 
-HANDS = ("left_hand", "right_hand")
-
 
 @dataclass(frozen=True)
 class ReachRewards(RewardScales):
     stand: float = 0.3
     """Head high x torso upright x gentle servos x not drifting."""
     reach: float = 0.7
-    """The nearer hand's closeness to the target: 1 within `success_distance`, 0 beyond 0.5 m more."""
+    """The hand's closeness to the target: 1 within `success_distance`, 0 beyond 0.5 m more."""
 
 
 @dataclass(frozen=True)
 class ReachConfig(TaskConfig):
-    target_low: tuple[float, float, float] = (0.3, -0.45, 0.8)
-    """Lower corner (m, world frame) of the box the target is drawn from at reset; the robot starts at the origin facing +x."""
-    target_high: tuple[float, float, float] = (0.6, 0.45, 1.4)
+    target_low: tuple[float, float, float] = (1.59, 1.05, 1.46)
+    """Lower corner (m, world frame) of the box the target is drawn from at reset; the robot starts at the origin
+    facing +x. The box is ±12 cm (±8 cm high) around (1.71, 1.17, 1.54), where the reach_one_hand clip holds its
+    right hand from 0.9 to 1.7 s."""
+    target_high: tuple[float, float, float] = (1.83, 1.29, 1.62)
     """Upper corner of that box."""
+    hand: str = "right_hand"
+    """The hand site that must touch the target."""
     success_distance: float = 0.05
     """A hand this close (m) to the target is a success."""
     rewards: ReachRewards = field(default_factory=ReachRewards)
@@ -33,11 +44,11 @@ class ReachConfig(TaskConfig):
 
 @dataclass(frozen=True)
 class Reach(Task):
-    """Bring either hand to the green target while standing; the target is redrawn at every reset.
+    """Bring the right hand to the green target; the target is redrawn at every reset.
 
     The target is a task variable (`info["target"]`, world frame); the
     scene's mocap sphere is moved there so that renders show it.
-    Success: a hand comes within `config.success_distance` of the target.
+    Success: the hand comes within `config.success_distance` of the target.
     """
 
     name = "reach"
@@ -53,10 +64,10 @@ class Reach(Task):
         return init.replace(mocap_pos=init.mocap_pos.at[0].set(info["target"]))  # the scene's one mocap body
 
     def features(self, view, info):
-        return jnp.concatenate([relative_to_robot(view, info["target"]), site_offsets(view, HANDS, info["target"])])
+        return jnp.concatenate([relative_to_robot(view, info["target"]), site_offsets(view, (self.config.hand,), info["target"])])
 
     def _hand_distance(self, view, info):
-        return site_distances(view, HANDS, info["target"]).min()
+        return site_distances(view, (self.config.hand,), info["target"])[0]
 
     def _reward_stand(self, view, info, action):
         return stance(view) * dont_move(view)
