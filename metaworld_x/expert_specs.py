@@ -71,8 +71,8 @@ class ExpertSpec:
         return {**asdict(self), "action_scale": self.tracking.get("action_scale", EXPERT_ACTION_SCALE)}
 
 
-def _ppo(total_env_steps: int, budget: float, mode: str = "lagrangian", **kw) -> PPOConfig:
-    constraint = ConstraintConfig(mode=mode, budget=budget)
+def _ppo(total_env_steps: int, budget: float, mode: str = "lagrangian", failure_error: float = 0.0, **kw) -> PPOConfig:
+    constraint = ConstraintConfig(mode=mode, budget=budget, failure_error=failure_error)
     base = dict(
         num_envs=1024, unroll_length=20, num_minibatches=8, num_epochs=4, learning_rate=3e-4,
         entropy_cost=2e-3, discounting=0.97, eval_every=25, num_eval_envs=16, eval_steps=500,
@@ -110,8 +110,14 @@ EXPERTS: dict[str, ExpertSpec] = {
                    success_goal=9, ppo=_ppo(10_000_000, budget=0.06)),
         # The keyframed push and door clips move their prop (the box, the door's hinge): a late
         # start puts it where the clip has moved it (clip_props), not inside the robot's hands or torso.
+        # Push's rewards are HumanoidBench's: distance penalties, and a 1000 bonus paid once because success
+        # ends its episode. Tracking does not end on the objective's success, so the bonus would be paid at
+        # every step on the marker: starts late in the clip earned 1000 a step, and the first push run's
+        # returns were that bonus and nothing else. Here it is 1 a step, and a fall or deviation is charged
+        # as a deviation for ever (failure_error), since with penalties for rewards ending early paid.
         ExpertSpec("push", "push a box forward along the floor", ("push",), "push",
-                   tracking={"clip_props": True}, success_goal=9, ppo=_ppo(15_000_000, budget=0.06)),
+                   tracking={"clip_props": True}, objective_overrides={"rewards": {"success_bonus": 1.0}},
+                   success_goal=9, ppo=_ppo(15_000_000, budget=0.06, failure_error=0.5)),
         ExpertSpec("door", "push a door open and walk through it", ("door",), "door",
                    tracking={"clip_props": True}, success_goal=9, ppo=_ppo(15_000_000, budget=0.06)),
     )

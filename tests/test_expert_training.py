@@ -85,3 +85,17 @@ def test_below_goal_list_names_only_experts_that_miss():
             continue
         recorded = json.loads((directory / "metrics.json").read_text())
         assert EXPERTS[skill].shortfalls(recorded), f"{skill} now meets its goals: remove it from BELOW_GOAL"
+
+
+@pytest.mark.parametrize("skill", [s for s, spec in EXPERTS.items() if spec.objective])
+def test_no_objective_reward_term_outweighs_the_imitation_reward(skill):
+    """Inside a tracking task no term of the objective may be larger than the whole imitation reward (at most 1 a
+    step): push's HumanoidBench bonus of 1000, paid once where success ends the episode, was paid at every step on
+    the marker under tracking (which does not end on it), and its first run learned nothing else."""
+    from dataclasses import asdict
+
+    from metaworld_x.envs.expert import expert_task
+
+    scales = asdict(expert_task(EXPERTS[skill]).objective.config.rewards)
+    too_big = {name: scale for name, scale in scales.items() if abs(scale) > 1.0}
+    assert not too_big, f"{skill}: objective reward scales {too_big} outweigh the imitation reward; override them in its spec"

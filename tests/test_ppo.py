@@ -87,6 +87,27 @@ def test_lagrangian_advantage_weighs_cost_by_multiplier():
     assert float(combine_advantages(ConstraintConfig(mode="fixed"), jnp.array(1.0), jnp.array(9.0), 3.0)) == 1.0
 
 
+def test_a_fall_or_deviation_is_charged_as_a_deviation_for_ever_but_success_and_the_time_limit_are_not():
+    from metaworld_x.training.collect import Outcome, streams
+
+    # four worlds: failed (fall or deviation), ended by the task's success, ended by the time limit, still running
+    error = jnp.asarray([0.1, 0.1, 0.1, 0.1])
+    outcome = Outcome(
+        reward=jnp.zeros(4), done=jnp.asarray([True, True, True, False]), truncation=jnp.asarray([False, False, True, False]),
+        metrics={"task/reward": jnp.full(4, -0.7), "imitation/reward": jnp.full(4, 0.4),
+                 "imitation/tracking_error": error, "success": jnp.asarray([0.0, 1.0, 0.0, 0.0])},
+    )
+    discount = 0.97
+    reward, cost = streams(outcome, ConstraintConfig(failure_error=0.5), discount)
+    charge = 0.5 * discount / (1 - discount)
+    np.testing.assert_allclose(cost, [0.1 + charge, 0.1, 0.1, 0.1], rtol=1e-6)
+    np.testing.assert_allclose(reward, np.full(4, -0.7 + 0.5 * 0.4), rtol=1e-6)
+    _, uncharged = streams(outcome, ConstraintConfig(), discount)
+    np.testing.assert_allclose(uncharged, error)
+    with pytest.raises(UserError, match="failure_error"):
+        ConstraintConfig(failure_error=-0.1)
+
+
 def test_multiplier_rises_when_violated_and_falls_to_zero_when_slack():
     config = ConstraintConfig(budget=0.05, multiplier_lr=1.0)
     multiplier = jnp.asarray(1.0)

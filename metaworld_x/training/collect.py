@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from metaworld_x.training.config import PPOConfig
-from metaworld_x.training.constraint import ConstraintConfig, reward_streams
+from metaworld_x.training.constraint import ConstraintConfig, failure_charge, reward_streams
 from metaworld_x.training.losses import Rollout
 from metaworld_x.training.networks import PPONetworks
 
@@ -65,14 +65,18 @@ class Outcome:
         return cls(state.reward, state.done, state.info["truncation"], dict(state.metrics))
 
 
-def streams(outcome: Outcome, constraint: ConstraintConfig):
+def streams(outcome: Outcome, constraint: ConstraintConfig, discount: float):
     """(reward, cost) of a step: imitation experts report their parts in metrics."""
     metrics = outcome.metrics
-    if "imitation/reward" in metrics:
-        return reward_streams(
-            constraint, metrics["task/reward"], metrics["imitation/reward"], metrics["imitation/tracking_error"]
-        )
-    return outcome.reward, jnp.zeros_like(outcome.reward)
+    if "imitation/reward" not in metrics:
+        return outcome.reward, jnp.zeros_like(outcome.reward)
+    reward, cost = reward_streams(
+        constraint, metrics["task/reward"], metrics["imitation/reward"], metrics["imitation/tracking_error"]
+    )
+    # the task's success may end an episode too (push); only a fall or a deviation is a failure
+    ended = outcome.done.astype(jnp.float32) * (1 - outcome.truncation.astype(jnp.float32))
+    failed = ended * (1 - (metrics["success"] > 0).astype(jnp.float32))
+    return reward, cost + failure_charge(constraint, failed, discount)
 
 
 def make_act(nets: PPONetworks) -> Callable:
@@ -88,7 +92,7 @@ def make_act(nets: PPONetworks) -> Callable:
 def make_record(config: PPOConfig) -> Callable:
     def record(obs, raw, log_prob, outcome: Outcome, tracker: EpisodeTracker):
         """The transition from obs under raw action to the step's outcome, and updated episode sums."""
-        reward, cost = streams(outcome, config.constraint)
+        reward, cost = streams(outcome, config.constraint, config.discounting)
         done = outcome.done.astype(jnp.float32)
         truncation = outcome.truncation.astype(jnp.float32)
         running_return = tracker.running_return + outcome.reward

@@ -30,6 +30,13 @@ class ConstraintConfig:
     imitation_bonus: float = 0.5
     """In lagrangian mode, weight of the dense imitation reward added to the task reward (a shaping that
     makes the constraint reachable early; the constraint itself is on the tracking error)."""
+    failure_error: float = 0.0
+    """In lagrangian mode, the tracking error (m) charged for every step after a fall or deviation ends an episode
+    early: its discounted sum over an unending remainder, once, at the failing step. Without it the cost, positive
+    at every step, makes ending early the cheapest way out, and with task rewards that are penalties (push's) the
+    reward stream agrees: push episodes shrank to 12 steps over 1.2M steps of training, shorter than the clip's
+    own servo targets replayed open loop last (30 to 78). Set it to the deviation limit (0.5 m), so a failure
+    is charged as never getting back. 0: off, as the experts shipped before it were trained."""
     track_weight: float = 0.6
     """Fixed mode: weight of the imitation reward (the paper's w_track)."""
     task_weight: float = 0.4
@@ -42,6 +49,8 @@ class ConstraintConfig:
             raise UserError(f"constraint budget must be a positive error in metres, not {self.budget}")
         if self.initial_multiplier < 0 or self.max_multiplier < self.initial_multiplier:
             raise UserError("need 0 <= initial_multiplier <= max_multiplier")
+        if self.failure_error < 0:
+            raise UserError(f"failure_error is a tracking error in metres and cannot be negative, not {self.failure_error}")
 
 
 def reward_streams(config: ConstraintConfig, task, imitation, tracking_error):
@@ -50,6 +59,14 @@ def reward_streams(config: ConstraintConfig, task, imitation, tracking_error):
         reward = config.track_weight * imitation + config.task_weight * task
         return reward, jnp.zeros_like(reward)
     return task + config.imitation_bonus * imitation, tracking_error
+
+
+def failure_charge(config: ConstraintConfig, failed, discount: float):
+    """The cost added at a step whose fall or deviation ended the episode: failure_error at every later step,
+    discounted, as if the robot never got back. failed: [...] 0/1 (not success, not the time limit)."""
+    if config.mode == "fixed" or config.failure_error == 0:
+        return jnp.zeros_like(failed)
+    return failed * config.failure_error * discount / (1.0 - discount)
 
 
 def combine_advantages(config: ConstraintConfig, reward_advantage, cost_advantage, multiplier):
