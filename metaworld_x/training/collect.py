@@ -73,7 +73,7 @@ def streams(outcome: Outcome, constraint: ConstraintConfig, discount: float):
     reward, cost = reward_streams(
         constraint, metrics["task/reward"], metrics["imitation/reward"], metrics["imitation/tracking_error"]
     )
-    # the task's success may end an episode too (push); only a fall or a deviation is a failure
+    # a task may end its episode on success (HumanoidBench's push does); that is no failure
     ended = outcome.done.astype(jnp.float32) * (1 - outcome.truncation.astype(jnp.float32))
     failed = ended * (1 - (metrics["success"] > 0).astype(jnp.float32))
     return reward, cost + failure_charge(constraint, failed, discount)
