@@ -32,7 +32,7 @@ class ReachConfig(TaskConfig):
     target_low: tuple[float, float, float] = (1.59, 1.05, 1.46)
     """Lower corner (m, world frame) of the box the target is drawn from at reset; the robot starts at the origin
     facing +x. The box is ±12 cm (±8 cm high) around (1.71, 1.17, 1.54), where the reach_one_hand clip holds its
-    right hand from 0.9 to 1.7 s."""
+    right hand from 0.9 s to its end at 1.48 s (and so for the rest of a tracking episode)."""
     target_high: tuple[float, float, float] = (1.83, 1.29, 1.62)
     """Upper corner of that box."""
     hand: str = "right_hand"
