@@ -68,7 +68,7 @@ RECIPES = (
     Recipe("crawl", "crawl", "deepmimic/humanoid3d_crawl.txt", DEEPMIMIC, rate=1.6),
     Recipe("carry", "carry", "omomo/sub3_largebox_003.npz", OMOMO, 1.8, 4.6),
     Recipe("pickup", "pickup", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 2.2),
-    # Cut at 1.48 s, the last frame with both feet down and the fist still held out (both from 1.18 s): the
+    # Cut at 1.48 s (1.47 s at the source's 30 fps), the last frame with both feet down and the fist still held out (both from 1.18 s): the
     # whole clip ends mid-step, the left foot 5-15 cm up, and a held last frame on one foot threw every late
     # start off within 10-24 steps.
     Recipe("reach_one_hand", "reach_one_hand", "deepmimic/humanoid3d_punch.txt", DEEPMIMIC, 0.0, 1.48),
