@@ -68,3 +68,40 @@ def test_an_objective_the_scene_cannot_compute_is_frozen_at_its_training_start_v
     np.testing.assert_allclose(features[:-3], np.asarray(reference_features(tracking, view, 0.4)))
     np.testing.assert_allclose(features[-3:], [0.1, -0.2, 0.3])
     assert frozen.reset_info(jax.random.PRNGKey(0)) == {}
+
+
+def test_experts_with_different_action_scales_are_mixed_as_servo_targets(tmp_path):
+    """An expert trained with a wider action scale joins the others: the scene takes the widest scale, and the
+    executed servo target is the weighted sum of the targets each expert's own action map would have set."""
+    import json
+    import shutil
+
+    from metaworld_x.envs.tasks import make_task
+    from metaworld_x.paths import EXPERTS_DIR
+    from metaworld_x.policy import act
+    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.routing.rollouts import SceneRunner
+    from metaworld_x.routing.scene import build_expert_scene
+
+    if not (EXPERTS_DIR / "walk" / "policy.json").is_file():
+        pytest.skip("needs the shipped walk expert")
+    shutil.copytree(EXPERTS_DIR / "walk", tmp_path / "walk")
+    shutil.copytree(EXPERTS_DIR / "walk", tmp_path / "walk_wide")
+    spec = json.loads((tmp_path / "walk_wide" / "spec.json").read_text())
+    (tmp_path / "walk_wide" / "spec.json").write_text(json.dumps({**spec, "action_scale": 2 * spec["action_scale"]}))
+    dirs = {p.name: p for p in sorted(tmp_path.iterdir())}
+    experts = ExpertSet.load(dirs)
+    scene, record = build_expert_scene(make_task("walk"), dirs, dict(zip(experts.names, experts.specs)))
+    assert scene.action_gains == (0.5, 1.0) and scene.config.action_scale == 2 * spec["action_scale"]
+    assert record["walk"]["action_gain"] == 0.5
+
+    runner = SceneRunner(scene, experts.params, 2)
+    state = runner.env.reset(jax.random.PRNGKey(0))
+    weights = np.asarray([[0.3, 0.7], [0.8, 0.2]], np.float32)
+    executed = np.asarray(runner.act(state, weights))
+    own = [np.asarray(act(p, o)) for p, o in zip(experts.params, runner.expert_obs(state.obs))]  # each in its own units
+    half_range = np.asarray(runner.env.compiled.action_map.scale) / scene.config.action_scale
+    home = np.asarray(runner.env.compiled.action_map.home)
+    own_targets = [home + a * s * half_range for a, s in zip(own, (spec["action_scale"], 2 * spec["action_scale"]))]
+    mixed = weights[:, :1] * own_targets[0] + weights[:, 1:] * own_targets[1]
+    np.testing.assert_allclose(home + executed * np.asarray(runner.env.compiled.action_map.scale), mixed, atol=1e-5)

@@ -23,9 +23,10 @@ def train_router_command(task: str) -> str:
 
 
 class RouterController:
-    """Soft weights from the router, Σ_k w_k·a_k executed; Enter switches to the dominant expert alone and back."""
+    """Soft weights from the router, Σ_k w_k·g_k·a_k executed (g_k: ExpertScene.action_gains); Enter switches to the
+    dominant expert alone and back."""
 
-    def __init__(self, router, params, text: np.ndarray, experts, task: str, resolver_factory):
+    def __init__(self, router, params, text: np.ndarray, experts, task: str, resolver_factory, action_gains):
         from metaworld_x.routing.network import mixture_action
         from metaworld_x.routing.rollouts import expert_actions
 
@@ -37,12 +38,13 @@ class RouterController:
         self._last = np.full(len(self.expert_names), 1.0 / len(self.expert_names))
         params_k = tuple(experts.params)
         names = self.expert_names
+        gains = jnp.asarray(action_gains, jnp.float32)  # each expert's action in the scene's units
 
         @jax.jit
         def decide(obs, text, alone_mask, alone):
             weights = router.weights(params, obs["state"], text)  # [1, K]
             weights = jnp.where(alone, alone_mask[None], weights)
-            actions = expert_actions(params_k, tuple(obs[f"expert/{n}"] for n in names))  # [1, K, A]
+            actions = expert_actions(params_k, tuple(obs[f"expert/{n}"] for n in names), gains)  # [1, K, A]
             return mixture_action(weights, actions), weights[0]
 
         self._decide = decide
@@ -118,7 +120,7 @@ def router_scenario_from_checkpoint(instruction: str, router_root: Path, experts
     return Scenario(
         title=f"router {task}",
         task=scene,
-        controller=RouterController(router, params, text, experts, task, factory),
+        controller=RouterController(router, params, text, experts, task, factory, scene.action_gains),
         reference=None,
         keypoint_errors=None,
         routed=True,

@@ -23,9 +23,11 @@ Behaviour = Callable[[np.ndarray, int, jax.Array], np.ndarray]
 
 
 @jax.jit
-def expert_actions(params: tuple, obs: tuple) -> jax.Array:
-    """Each expert's deterministic action on its own observation: params K-tuple, obs K-tuple of [B, o_k] -> [B, K, A]."""
-    return jnp.stack([act(p, o) for p, o in zip(params, obs)], axis=1)
+def expert_actions(params: tuple, obs: tuple, gains) -> jax.Array:
+    """Each expert's deterministic action on its own observation, in the scene's action units (ExpertScene.action_gains):
+    params K-tuple, obs K-tuple of [B, o_k], gains [K] -> [B, K, A]."""
+    actions = jnp.stack([act(p, o) for p, o in zip(params, obs)], axis=1)
+    return actions * jnp.asarray(gains, jnp.float32)[None, :, None]
 
 
 @jax.jit
@@ -47,8 +49,9 @@ class SceneRunner:
         return tuple(obs[f"expert/{n}"] for n in self.names)
 
     def act(self, state, weights) -> jax.Array:
-        """The executed action [B, A]: Σ_k w_k · a_k."""
-        return _mix(jnp.asarray(weights, jnp.float32), expert_actions(self.params, self.expert_obs(state.obs)))
+        """The executed action [B, A]: Σ_k w_k · g_k · a_k (g_k: the expert's action gain in this scene)."""
+        actions = expert_actions(self.params, self.expert_obs(state.obs), self.scene.action_gains)
+        return _mix(jnp.asarray(weights, jnp.float32), actions)
 
 
 @functools.lru_cache(maxsize=16)

@@ -93,6 +93,11 @@ class ExpertScene(Task):
     def expert_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.skills)
 
+    @property
+    def action_gains(self) -> tuple[float, ...]:
+        """[K] what each expert's action is multiplied by to be in the scene's action units (SkillObservation.action_gain)."""
+        return tuple(s.action_gain for s in self.skills)
+
     # ---- delegated to the objective -------------------------------------------------
 
     @property
@@ -214,7 +219,11 @@ def build_expert_scene(
         skills.append(SkillObservation(name, tracking, source, frozen, start_time=start))
         record[name] = {"obs_layout": layout, "objective_source": source, "clip": spec.clips[0], "start_time": start,
                         "reference": "re-anchored to the robot's root and heading; own clock from start_time"}
-    if len(set(scales.values())) > 1:
-        raise UserError(f"experts map actions to servo targets differently ({scales}); their actions cannot be mixed")
-    task = replace(task, config=replace(task.config, action_scale=next(iter(scales.values()))))
+    # Experts whose actions map to servo targets at different scales are mixed in target space: the scene
+    # takes the largest scale, and each expert's action is scaled down to it (|gain · action| <= 1).
+    scale = max(scales.values())
+    skills = [replace(skill, action_gain=scales[skill.name] / scale) for skill in skills]
+    for skill in skills:
+        record[skill.name]["action_scale"], record[skill.name]["action_gain"] = scales[skill.name], skill.action_gain
+    task = replace(task, config=replace(task.config, action_scale=scale))
     return ExpertScene(objective=task, skills=tuple(skills)), record

@@ -70,6 +70,10 @@ class SkillObservation:
     """Which of the expert's clips drives its reference (multi-clip experts: the first)."""
     start_time: float = 0.0
     """The clock at the start of an episode: the clip time whose pose is closest to the scene's starting pose."""
+    action_gain: float = 1.0
+    """The expert's action in the scene's action units: its own action scale over the scene's (the largest of
+    the experts'). Servo target = home + action · scale, so gain · action is the same target under the scene's
+    map, and a weighted sum of scaled actions is the weighted sum of the experts' targets."""
 
     @property
     def objective(self):
