@@ -118,7 +118,7 @@ EXPERTS: dict[str, ExpertSpec] = {
         # ends its episode. Tracking does not end on the objective's success, so the bonus would be paid at
         # every step on the marker: starts late in the clip earned 1000 a step, and the first push run's
         # returns were that bonus and nothing else. Here it is 1 a step, and a fall or deviation is charged
-        # as a deviation for ever (failure_error), since with penalties for rewards ending early paid.
+        # as a deviation for ever (failure_error): with penalties for rewards, ending an episode early paid.
         ExpertSpec("push", "push a box forward along the floor", ("push",), "push",
                    tracking={"clip_props": True}, objective_overrides={"rewards": {"success_bonus": 1.0}},
                    success_goal=9, ppo=_ppo(15_000_000, budget=0.06, failure_error=0.5)),

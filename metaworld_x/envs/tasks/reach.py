@@ -38,7 +38,7 @@ class ReachConfig(TaskConfig):
     hand: str = "right_hand"
     """The hand site that must touch the target."""
     success_distance: float = 0.05
-    """A hand this close (m) to the target is a success."""
+    """The hand this close (m) to the target is a success."""
     rewards: ReachRewards = field(default_factory=ReachRewards)
 
 
