@@ -224,6 +224,6 @@ def build_expert_scene(
     scale = max(scales.values())
     skills = [replace(skill, action_gain=scales[skill.name] / scale) for skill in skills]
     for skill in skills:
-        record[skill.name]["action_scale"], record[skill.name]["action_gain"] = scales[skill.name], skill.action_gain
+        record[skill.name].update(action_scale=scales[skill.name], action_gain=skill.action_gain)
     task = replace(task, config=replace(task.config, action_scale=scale))
     return ExpertScene(objective=task, skills=tuple(skills)), record

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 
-from metaworld_x.envs.observations import relative_to_robot, site_distances, site_offsets
+from metaworld_x.envs.observations import relative_to_robot, site_offsets
 from metaworld_x.envs.rewards import closeness, dont_move, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
 
@@ -72,7 +72,7 @@ class Reach(Task):
         return jnp.concatenate([relative_to_robot(view, info["target"]), site_offsets(view, (self.config.hand,), info["target"])])
 
     def _hand_distance(self, view, info):
-        return site_distances(view, (self.config.hand,), info["target"])[0]
+        return jnp.linalg.norm(view.site(self.config.hand) - info["target"])
 
     def _reward_stand(self, view, info, action):
         return stance(view) * dont_move(view)
