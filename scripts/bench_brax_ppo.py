@@ -3,9 +3,12 @@
     /path/to/jax09-venv/bin/python scripts/bench_brax_ppo.py [--skill walk] [--envs 256] [--iterations 3]
 
 brax 0.14's trainer calls `jax.device_put_replicated`, which jax 0.10
-removed, so it runs only in a separate environment with `jax[cpu]==0.9.2`
-(see REFERENCE.md); `bench_train.py --brax-python` runs this script there and
-puts its figure beside ours. The task is the same one our trainer uses (the
+removed. Where it is missing, this script puts back a stand-in with the same
+meaning (a copy of the tree on each device, stacked on a leading device axis,
+made by `jax.pmap`), so brax's loop itself runs unchanged on a newer jax;
+`--no-shim` refuses instead, for a separate environment with `jax==0.9.2`
+(see REFERENCE.md). `bench_train.py` runs this script (in this interpreter,
+or in `--brax-python`) and puts its figure beside ours. The task is the same one our trainer uses (the
 skill's Tracking task, same observation, reward and termination), stepped by
 our MJX backend, so the difference is brax's loop plus MJX against ours plus
 mujoco.batch. Prints one line: `brax_ppo_steps_per_second <float>`.
@@ -20,6 +23,12 @@ import jax.numpy as jnp
 from brax.envs.base import Env, State
 from brax.training.agents.ppo import networks as ppo_networks
 from brax.training.agents.ppo import train as ppo
+
+
+def device_put_replicated(tree, devices):
+    """jax<=0.9's `device_put_replicated`: tree copied to each device, stacked on axis 0 (pmap-sharded)."""
+    index = jnp.arange(len(devices))
+    return jax.pmap(lambda _: tree, devices=devices)(index)
 
 
 class TrackingEnv(Env):
@@ -60,15 +69,22 @@ def main():
     parser.add_argument("--skill", default="walk")
     parser.add_argument("--envs", type=int, default=256)
     parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--minibatches", type=int, help="minibatches per epoch (default: the spec's)")
+    parser.add_argument("--impl", default="jax", choices=("jax", "warp"), help="MJX implementation")
+    parser.add_argument("--no-shim", action="store_true", help="fail rather than restore device_put_replicated")
     args = parser.parse_args()
+    if not hasattr(jax, "device_put_replicated"):
+        if args.no_shim:
+            raise SystemExit(f"jax {jax.__version__} has no device_put_replicated, which brax's ppo.train calls")
+        jax.device_put_replicated = device_put_replicated
 
     from metaworld_x.envs.expert import expert_task
     from metaworld_x.envs.mjx_env import MjxEnv
     from metaworld_x.expert_specs import expert_spec
 
-    spec = expert_spec(args.skill)
+    spec = expert_spec(args.skill, **({"num_minibatches": args.minibatches} if args.minibatches else {}))
     config = spec.ppo
-    env = TrackingEnv(MjxEnv(expert_task(spec), 1, impl="jax"))
+    env = TrackingEnv(MjxEnv(expert_task(spec), 1, impl=args.impl))
     network_factory = functools.partial(
         ppo_networks.make_ppo_networks, policy_hidden_layer_sizes=config.policy_hidden,
         value_hidden_layer_sizes=config.value_hidden, value_obs_key="privileged_state",

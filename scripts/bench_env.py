@@ -6,7 +6,8 @@ Rows: the walk task on the cpu backend at 1 and 2 threads (env steps/s and
 the share of time spent outside `Batch.step`); raw `mujoco.batch` stepping
 of the same model with random controls (measured in slices alternating with
 the env's, so that both see the same load on a shared machine); gymnasium's own Humanoid-v5; and, on
-a GPU, the mjx backend at 1k, 8k and 32k worlds for each MJX implementation.
+a GPU, the mjx backend at 1k, 8k and 32k worlds (`--mjx-worlds`) for each MJX
+implementation.
 """
 
 import argparse
@@ -146,12 +147,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worlds", type=int, default=1024, help="worlds for the cpu rows")
     parser.add_argument("--seconds", type=float, default=8.0, help="measuring time per row")
+    parser.add_argument("--mjx-only", action="store_true", help="only the mjx rows (on a GPU machine)")
+    parser.add_argument("--mjx-worlds", type=int, nargs="+", default=[1024, 8192, 32768],
+                        help="world counts for the mjx rows (GPU only; each compiles once)")
     args = parser.parse_args()
 
     rows = []  # (what, env steps/s, physics steps/s, note)
     frame_skip = 10
     raw_rows = []
-    for nthread in (1, 2):
+    for nthread in () if args.mjx_only else (1, 2):
         env_row, raw_row = bench_cpu(args.worlds, nthread, args.seconds)
         share = env_row["env_steps"] / raw_row["env_steps"]
         rows.append((f"cpu backend, walk, {args.worlds} worlds, {nthread} thread(s)", env_row["env_steps"],
@@ -160,7 +164,7 @@ def main():
         raw_rows.append((f"raw mujoco.batch, same model, random ctrl, {nthread} thread(s)", raw_row["env_steps"],
                          raw_row["physics_steps"], f"env steps/s = physics steps/s / frame_skip {frame_skip}"))
     rows += raw_rows
-    r = bench_gymnasium_humanoid(args.seconds)
+    r = "skipped (--mjx-only)" if args.mjx_only else bench_gymnasium_humanoid(args.seconds)
     if isinstance(r, str):
         rows.append(("gymnasium Humanoid-v5, one env", None, None, r))
     else:
@@ -171,7 +175,7 @@ def main():
 
         impls = ["jax"] + (["warp"] if warp_available() else [])
         for impl in impls:
-            for worlds in (1024, 8192, 32768):
+            for worlds in args.mjx_worlds:
                 try:
                     r = bench_mjx(worlds, impl, args.seconds)
                     rows.append((f"mjx backend ({impl}), walk, {worlds} worlds", r["env_steps"],

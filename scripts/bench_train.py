@@ -1,17 +1,19 @@
 """Training throughput against bare environment throughput, as one table.
 
-    python scripts/bench_train.py [--skill walk] [--envs 1024] [--iterations 4] [--brax-python VENV/bin/python]
+    python scripts/bench_train.py [--backend cpu|mjx] [--skill walk] [--envs 1024] [--minibatches 8]
+                                  [--iterations 4] [--brax | --brax-python VENV/bin/python]
 
 Rows, all on the same backend and model (the skill's tracking task):
 - the bare environment stepped with random actions;
 - collection with the policy (what a PPO iteration spends on experience);
 - whole PPO iterations (collection + update), compile excluded;
 and the ratio of training to bare throughput (goal: at least 70%).
-brax's own `ppo.train` cannot run beside this jax (0.10 removed an API it
-uses); given `--brax-python`, the interpreter of an environment with
-`jax[cpu]==0.9.2`, brax and this package (`pip install -e . --no-deps`), the
-same run starts `bench_brax_ppo.py` there on the same task through MJX and
-puts its throughput in the table with the ratio to ours.
+With `--brax`, the same run starts `bench_brax_ppo.py` in this interpreter
+(brax's own `ppo.train` on the same task through MJX, with jax 0.10's removed
+`device_put_replicated` put back) and puts its throughput in the table with
+the ratio to ours; `--brax-python` runs it in another environment instead,
+for example one with `jax==0.9.2`, brax and this package
+(`pip install -e . --no-deps`), where brax runs unaided.
 """
 
 import argparse
@@ -24,6 +26,14 @@ from dataclasses import replace
 import jax
 import numpy as np
 from bench_env import cpu_model  # scripts/ is on sys.path when a script runs
+
+
+def machine() -> str:
+    """The CPU, and the GPU when jax runs on one."""
+    text = f"{cpu_model()}, {os.cpu_count()} cores"
+    if jax.default_backend() == "gpu":
+        text += f"; {jax.devices()[0].device_kind}"
+    return text
 
 
 def bench_bare(env, steps: int) -> float:
@@ -40,11 +50,11 @@ def bench_bare(env, steps: int) -> float:
     return env.num_envs * steps / (time.perf_counter() - start)
 
 
-def bench_brax(python: str, skill: str, envs: int) -> float:
-    """brax ppo.train's steady steps/s, from bench_brax_ppo.py run by another interpreter."""
+def bench_brax(python: str, skill: str, envs: int, minibatches: int, iterations: int) -> float:
+    """brax ppo.train's steady steps/s, from bench_brax_ppo.py run by `python`."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_brax_ppo.py")
-    result = subprocess.run([python, script, "--skill", skill, "--envs", str(envs)],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run([python, script, "--skill", skill, "--envs", str(envs), "--minibatches", str(minibatches),
+                             "--iterations", str(iterations)], capture_output=True, text=True, check=False)
     for line in result.stdout.splitlines():
         if line.startswith("brax_ppo_steps_per_second"):
             return float(line.split()[1])
@@ -53,49 +63,57 @@ def bench_brax(python: str, skill: str, envs: int) -> float:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", default="cpu", choices=("cpu", "mjx"))
     parser.add_argument("--skill", default="walk")
     parser.add_argument("--envs", type=int, default=1024)
+    parser.add_argument("--minibatches", type=int, help="minibatches per epoch (default: the spec's)")
     parser.add_argument("--iterations", type=int, default=4)
-    parser.add_argument("--brax-python", help="python of a jax 0.9 environment with brax, to run brax's ppo.train")
-    parser.add_argument("--brax-envs", type=int, default=256, help="worlds for brax's run (MJX on a CPU is slow)")
+    parser.add_argument("--brax", action="store_true", help="also time brax's ppo.train, in this interpreter")
+    parser.add_argument("--brax-python", help="also time brax's ppo.train, in this interpreter's environment")
+    parser.add_argument("--brax-envs", type=int, help="worlds for brax's run (default: --envs; MJX on a CPU is slow)")
     args = parser.parse_args()
+    backend = args.backend
 
     from metaworld_x.envs.expert import expert_task, make_env
     from metaworld_x.expert_specs import expert_spec
     from metaworld_x.expert_training import TrainerEnv
 
-    spec = expert_spec(args.skill, num_envs=args.envs)
+    overrides = {"num_minibatches": args.minibatches} if args.minibatches else {}
+    spec = expert_spec(args.skill, num_envs=args.envs, backend=backend, **overrides)
     task = expert_task(spec)
-    env = TrainerEnv(make_env(task, args.envs, "cpu"), "cpu")
+    env = TrainerEnv(make_env(task, args.envs, backend), backend)
     bare = bench_bare(env, 30)
 
     from metaworld_x.training.train import make_train
 
     config = replace(spec.ppo, total_env_steps=spec.ppo.steps_per_iteration * (args.iterations + 1), eval_every=0,
                      checkpoint_every=0)
-    make = lambda n: TrainerEnv(make_env(task, n, "cpu"), "cpu")  # noqa: E731
+    make = lambda n: TrainerEnv(make_env(task, n, backend), backend)  # noqa: E731
     history = make_train(config, make, run_dir=None, progress=False)(jax.random.PRNGKey(0)).history
     steady = history[1:]
     collect = float(np.mean([config.steps_per_iteration / h["perf/collect_s"] for h in steady]))
     whole = float(np.mean([h["perf/steps_per_second"] for h in steady]))
     update_s = float(np.mean([h["perf/update_s"] for h in steady]))
 
-    brax = bench_brax(args.brax_python, args.skill, args.brax_envs) if args.brax_python else None
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores; jax {jax.__version__} ({jax.default_backend()})")
+    brax_python = args.brax_python or (sys.executable if args.brax else None)
+    brax_envs = args.brax_envs or args.envs
+    brax = (bench_brax(brax_python, args.skill, brax_envs, config.num_minibatches, args.iterations + 1)
+            if brax_python else None)
+    print(f"machine: {machine()}; jax {jax.__version__} ({jax.default_backend()})")
     print(f"task: {args.skill} tracking, {args.envs} worlds, unroll {config.unroll_length}, "
           f"{config.num_minibatches} minibatches x {config.num_epochs} epochs")
     print()
     print("| what | env steps/s | share of bare |")
     print("|---|---|---|")
-    print(f"| bare environment (cpu backend, random actions) | {bare:,.0f} | 100% |")
+    print(f"| bare environment ({backend} backend, random actions) | {bare:,.0f} | 100% |")
     print(f"| collection with the policy | {collect:,.0f} | {collect / bare:.0%} |")
     print(f"| PPO training, collection + update ({update_s:.2f} s per update) | {whole:,.0f} | {whole / bare:.0%} |")
+    where = "this GPU" if jax.default_backend() == "gpu" else "this CPU"
     if brax is None:
-        print("| brax ppo.train, MJX on this CPU | not measured: needs --brax-python (brax 0.14's ppo.train needs"
-              " jax <= 0.9) | |")
+        print(f"| brax ppo.train, MJX on {where} | not measured: run with --brax | |")
     else:
-        print(f"| brax ppo.train, MJX-JAX on this CPU, {args.brax_envs} worlds, same task and PPO settings"
-              f" | {brax:,.0f} | {brax / bare:.0%}; ours trains {whole / brax:.1f}x faster |")
+        print(f"| brax ppo.train, MJX-JAX on {where}, {brax_envs} worlds, same task and PPO settings"
+              f" | {brax:,.0f} | {brax / bare:.0%}; ours trains {whole / brax:.2f}x as fast |")
 
 
 if __name__ == "__main__":

@@ -71,6 +71,21 @@ def test_mjx_diverged_physics_ends_that_world(mjx_env):
     assert np.isfinite(np.asarray(state.data.qpos)).all() and np.isfinite(np.asarray(state.obs["state"])).all()
 
 
+def test_mjx_state_survives_a_checkpoint(mjx_env, tmp_path):
+    from metaworld_x.training import checkpoint
+
+    state = mjx_env.reset(jax.random.PRNGKey(3))
+    checkpoint.save(tmp_path, 1, {"env": mjx_env.snapshot(state)}, {})
+    template = {"env": mjx_env.snapshot(mjx_env.reset(jax.random.PRNGKey(0)))}
+    restored, _ = checkpoint.restore(checkpoint.latest(tmp_path), template)
+    back = mjx_env.restore(restored["env"])
+    assert jax.tree_util.tree_structure(back) == jax.tree_util.tree_structure(state)
+    for saved, loaded in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(back)):
+        np.testing.assert_array_equal(np.asarray(saved), np.asarray(loaded))
+    with pytest.raises(ValueError, match="same task"):
+        mjx_env.restore(restored["env"][:-1])
+
+
 def test_mjx_wrong_action_shape(mjx_env):
     state = mjx_env.reset(jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match=r"action must have shape \(2, 19\)"):

@@ -1,11 +1,13 @@
 """PPO: the loss by hand, the multiplier, learning, resume, devices, export."""
 
 import dataclasses
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import jax
@@ -143,6 +145,15 @@ def test_tiny_run_on_trivial_task_raises_return(backend, tmp_path):
     assert (tmp_path / "curve.png").stat().st_size > 0
 
 
+def test_scan_collector_compiles_once_per_run(caplog):
+    """The warm-up unroll and every iteration must hand the jitted collector identically placed arguments: each
+    new placement compiles the whole simulation scan again (about 80 s for MJX's humanoid on this CPU)."""
+    with jax.log_compiles(True), caplog.at_level(logging.WARNING):
+        make_train(SMALL, lambda n: PointMassEnv(n, "mjx"), progress=False)(jax.random.PRNGKey(0))
+    compiled = [r for r in caplog.records if "Finished XLA compilation of jit(collect)" in r.getMessage()]
+    assert len(compiled) == 1, [r.getMessage()[:80] for r in compiled]
+
+
 def test_resume_continues_bit_for_bit_on_cpu_backend(tmp_path):
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
     full = make_train(SMALL, env, run_dir=tmp_path / "full", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
@@ -155,6 +166,17 @@ def test_resume_continues_bit_for_bit_on_cpu_backend(tmp_path):
     for a, b in zip(jax.tree_util.tree_leaves(full.state), jax.tree_util.tree_leaves(resumed.state)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert [h["env_steps"] for h in resumed.history] == [h["env_steps"] for h in full.history]
+
+
+def test_a_run_past_its_deadline_stops_with_a_checkpoint_and_resumes_to_the_end(tmp_path):
+    env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
+    stopped = make_train(SMALL, env, run_dir=tmp_path, progress=False, tensorboard=False,
+                         stop_at=time.perf_counter())(jax.random.PRNGKey(1))
+    assert [h["env_steps"] for h in stopped.history] == [SMALL.steps_per_iteration]
+    assert checkpoint.latest(tmp_path / "checkpoints").name.endswith(str(SMALL.steps_per_iteration))
+    resumed = make_train(SMALL, env, run_dir=tmp_path, resume=True, progress=False,
+                         tensorboard=False)(jax.random.PRNGKey(1))
+    assert int(resumed.state.env_steps) == SMALL.num_iterations * SMALL.steps_per_iteration
 
 
 def test_init_from_starts_with_another_runs_training_state_and_fresh_environments(tmp_path):

@@ -17,6 +17,11 @@ class TrainExpert:
     """Override the spec's step budget (e.g. for a short trial run)."""
     num_envs: int | None = None
     """Override the number of parallel simulations."""
+    num_minibatches: int | None = None
+    """Override the minibatches per epoch (keep num_envs x unroll / minibatches, the minibatch size, when scaling
+    num_envs up on a GPU)."""
+    eval_every: int | None = None
+    """Override how often (in iterations) the periodic evaluation runs; 0 turns it off."""
     backend: Literal["cpu", "mjx"] | None = None
     """Physics backend; default: the spec's (cpu: mujoco.batch; mjx: GPU)."""
     run_dir: Path | None = None
@@ -28,14 +33,22 @@ class TrainExpert:
     multiplier and step count, with fresh environments. For fine-tuning under changed task settings (home starts)."""
     seed: int | None = None
     """Override the spec's seed."""
+    max_minutes: float | None = None
+    """Stop training after this many minutes from the command's start (imports and compilation included), with a
+    checkpoint, then ship what was trained; `--resume` continues the run later."""
     out: Path | None = None
     """Where to ship the trained expert; default experts/<skill>."""
     ship: bool = True
     """Export, evaluate and ship the expert when training ends."""
+    video: bool = True
+    """Render the shipped expert's GIF (needs an OpenGL context: a display, or EGL/OSMesa headless)."""
     distributed: bool = False
     """Join a multi-host run through jax.distributed.initialize() before anything else."""
 
     def run(self) -> None:
+        import time
+
+        stop_at = time.perf_counter() + 60 * self.max_minutes if self.max_minutes is not None else None
         if self.distributed:
             from metaworld_x.training.devices import initialize_distributed
 
@@ -45,16 +58,17 @@ class TrainExpert:
 
         overrides = {
             k: v for k, v in (("total_env_steps", self.total_env_steps), ("num_envs", self.num_envs),
+                              ("num_minibatches", self.num_minibatches), ("eval_every", self.eval_every),
                               ("backend", self.backend), ("seed", self.seed)) if v is not None
         }
         spec = expert_spec(self.skill, **overrides)
         run_dir = self.run_dir or Path("runs") / self.skill
-        result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from)
+        result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at)
         print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; run in {run_dir}")
         if result.rollbacks:
             print(f"{len(result.rollbacks)} non-finite update(s) rolled back; see {run_dir}")
         if self.ship:
-            path = ship_expert(spec, result, self.out, initialised_from=self.init_from)
+            path = ship_expert(spec, result, self.out, video=self.video, initialised_from=self.init_from)
             print(f"shipped to {path}")
 
 

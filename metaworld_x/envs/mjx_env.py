@@ -99,6 +99,20 @@ class MjxEnv:
         action = check_action(action, self.num_worlds, self.action_size)
         return self._step(self.model, state, jnp.asarray(action, jnp.float32))
 
+    def snapshot(self, state: State) -> list:
+        """`state` as a flat list of arrays, for a checkpoint: flax cannot serialise `mjx.Data` itself."""
+        return jax.tree_util.tree_leaves(state)
+
+    def restore(self, snapshot: list) -> State:
+        """The State that `snapshot` flattened (its structure is a reset's: traced, not run)."""
+        structure = jax.tree_util.tree_structure(jax.eval_shape(self.reset, jax.random.PRNGKey(0)))
+        if structure.num_leaves != len(snapshot):
+            raise ValueError(
+                f"snapshot holds {len(snapshot)} arrays, this env's state {structure.num_leaves};"
+                " restore into an env of the same task and MJX implementation"
+            )
+        return jax.tree_util.tree_unflatten(structure, [jnp.asarray(leaf) for leaf in snapshot])
+
     def set_model(self, model, axes) -> None:
         """Run on a per-world model (see `randomize.apply`): `axes` marks its batched fields."""
         self.model, self._model_axes = model, axes

@@ -49,6 +49,7 @@ def make_train(
     tensorboard: bool = True,
     extra_meta: dict | None = None,
     init_from: Path | None = None,
+    stop_at: float | None = None,
 ) -> Callable[[jax.Array], TrainResult]:
     """Build the training function.
 
@@ -62,6 +63,8 @@ def make_train(
         normaliser, multiplier, step count) this run starts from, with fresh environments: a fine-tune whose
         task settings may differ. A checkpoint in run_dir with `resume` takes precedence, so a killed
         fine-tune resumes where it stopped.
+      stop_at: a `time.perf_counter()` deadline: the first iteration that ends after it is the last, with a
+        checkpoint, so a run given minutes stops cleanly and `resume` continues it.
     """
     mesh = make_mesh(config.num_devices)
     config.check_devices(mesh.size)
@@ -75,6 +78,14 @@ def make_train(
     evaluate = make_evaluator(eval_env, nets, config.eval_steps) if eval_env is not None else None
     snapshot = getattr(env, "snapshot", lambda s: s)
     restore_env = getattr(env, "restore", lambda s: s)
+
+    def place(state, env_state, tracker):
+        """The training state replicated and the per-simulation state split over the mesh, with the same
+        shardings at every call, so that the jitted collector compiles once rather than once per placement."""
+        state = jax.device_put(state, replicated(mesh)) if state is not None else None
+        if env.backend == "mjx":  # the cpu backend's state lives in mujoco.batch, on the host
+            env_state = shard_envs(env_state, mesh, 0, config.num_envs)
+        return state, env_state, shard_envs(tracker, mesh, 0, config.num_envs)
 
     def initial_state(key) -> TrainingState:
         key, params_key = jax.random.split(key)
@@ -112,14 +123,14 @@ def make_train(
             # any update: reset states alone (all upright, nearly still) would give
             # features such as the root height a tiny spread, and the first update
             # would see them blown up. These steps are not counted as training.
-            env_state, tracker, warmup, _ = collect(
-                state.params, state.normalizer, env_state, tracker, jax.random.fold_in(key, 3)
-            )
+            state, env_state, tracker = place(state, env_state, tracker)
+            warmup_key = jax.device_put(jax.random.fold_in(key, 3), replicated(mesh))  # placed as state.key is
+            env_state, tracker, warmup, _ = collect(state.params, state.normalizer, env_state, tracker, warmup_key)
             state = state.replace(normalizer=running_statistics.update(state.normalizer, warmup.obs))
             tracker = EpisodeTracker.create(config.num_envs)
         log = RunLog(run_dir, resume_step=resumed_from, tensorboard=tensorboard) if run_dir else None
         meta = {"config": _config_record(config), **(extra_meta or {})}
-        state = jax.device_put(state, replicated(mesh))
+        state, env_state, tracker = place(state, env_state, tracker)
         rollbacks: list[str] = []
         consecutive = 0
         bar = _progress(config, int(state.env_steps), progress)
@@ -132,6 +143,7 @@ def make_train(
             env_state, tracker, rollout, env_metrics = collect(
                 state.params, state.normalizer, env_state, tracker, key_collect
             )
+            _, env_state, tracker = place(None, env_state, tracker)
             jax.block_until_ready(rollout)
             t_update = time.perf_counter()
             rollout = shard_envs(rollout, mesh, env_axis=1, num_envs=config.num_envs)
@@ -175,10 +187,14 @@ def make_train(
                 log.write(int(state.env_steps), scalars)
             bar.update(config.steps_per_iteration)
             bar.set_postfix_str(_postfix(scalars))
-            last = iteration == config.num_iterations
+            out_of_time = stop_at is not None and time.perf_counter() >= stop_at
+            last = iteration == config.num_iterations or out_of_time
             if run_dir is not None and (last or (config.checkpoint_every and iteration % config.checkpoint_every == 0)):
                 payload = {"training": state, "env": snapshot(env_state), "tracker": tracker}
                 checkpoint.save(Path(run_dir) / "checkpoints", int(state.env_steps), jax.device_get(payload), meta)
+            if out_of_time and iteration < config.num_iterations:
+                print(f"time limit reached after {int(state.env_steps)} environment steps; --resume continues")
+                break
         bar.close()
         if log is not None:
             log.close()
