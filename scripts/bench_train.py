@@ -95,10 +95,6 @@ def main():
     whole = float(np.mean([h["perf/steps_per_second"] for h in steady]))
     update_s = float(np.mean([h["perf/update_s"] for h in steady]))
 
-    brax_python = args.brax_python or (sys.executable if args.brax else None)
-    brax_envs = args.brax_envs or args.envs
-    brax = (bench_brax(brax_python, args.skill, brax_envs, config.num_minibatches, args.iterations + 1)
-            if brax_python else None)
     print(f"machine: {machine()}; jax {jax.__version__} ({jax.default_backend()})")
     print(f"task: {args.skill} tracking, {args.envs} worlds, unroll {config.unroll_length}, "
           f"{config.num_minibatches} minibatches x {config.num_epochs} epochs")
@@ -107,13 +103,17 @@ def main():
     print("|---|---|---|")
     print(f"| bare environment ({backend} backend, random actions) | {bare:,.0f} | 100% |")
     print(f"| collection with the policy | {collect:,.0f} | {collect / bare:.0%} |")
-    print(f"| PPO training, collection + update ({update_s:.2f} s per update) | {whole:,.0f} | {whole / bare:.0%} |")
+    print(f"| PPO training, collection + update ({update_s:.2f} s per update) | {whole:,.0f} | {whole / bare:.0%} |",
+          flush=True)  # before brax's run, which may not finish in a short lease
     where = "this GPU" if jax.default_backend() == "gpu" else "this CPU"
-    if brax is None:
+    brax_python = args.brax_python or (sys.executable if args.brax else None)
+    if brax_python is None:
         print(f"| brax ppo.train, MJX on {where} | not measured: run with --brax | |")
-    else:
-        print(f"| brax ppo.train, MJX-JAX on {where}, {brax_envs} worlds, same task and PPO settings"
-              f" | {brax:,.0f} | {brax / bare:.0%}; ours trains {whole / brax:.2f}x as fast |")
+        return
+    brax_envs = args.brax_envs or args.envs
+    brax = bench_brax(brax_python, args.skill, brax_envs, config.num_minibatches, args.iterations + 1)
+    print(f"| brax ppo.train, MJX-JAX on {where}, {brax_envs} worlds, same task and PPO settings"
+          f" | {brax:,.0f} | {brax / bare:.0%}; ours trains {whole / brax:.2f}x as fast |")
 
 
 if __name__ == "__main__":
