@@ -21,6 +21,22 @@ def test_import_pulls_in_no_torch_transformers_or_brax():
     assert out.stdout.strip() == ""
 
 
+@pytest.mark.parametrize("egl_found, expected", [(True, "egl"), (False, "unset")])
+def test_headless_import_chooses_egl_only_where_libegl_exists(egl_found, expected):
+    """Choosing EGL without libEGL made `import mujoco` itself fail on a bare GPU server."""
+    import os
+
+    code = (
+        "import ctypes.util; real = ctypes.util.find_library;"
+        f" ctypes.util.find_library = lambda name: ('libEGL.so.1' if {egl_found} else None) if name == 'EGL' else real(name);"
+        " import os, metaworld_x, mujoco; print(os.environ.get('MUJOCO_GL', 'unset'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert out.stdout.strip().splitlines()[-1] == expected
+
+
 def test_info_prints_the_robot_with_19_actuators():
     result = _run("info")
     assert result.returncode == 0, result.stderr
