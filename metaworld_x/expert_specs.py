@@ -94,11 +94,12 @@ EXPERTS: dict[str, ExpertSpec] = {
         # and stood up again at ~9 s, after the end of every episode it had trained on.
         ExpertSpec("sit", "sit down on the chair behind and stay seated", ("sit",), "sit",
                    tracking={**HOME_STARTS, "episode_length": 1000}, return_goal=750.0, ppo=_ppo(9_000_000, budget=0.06)),
-        # At a 0.5 m deviation limit crawl plateaued at 22-step episodes from 3M steps on, each ending with an
-        # elbow or hand 0.5 m off the clip (session 6); 0.8 m is the experiment that followed.
+        # Not yet trained to its goals. At the 0.5 m deviation limit crawl plateaued at 22-step episodes from 3M
+        # steps on, each ending with an elbow or hand 0.5 m off the clip. Fine-tuned from 8.2M with a 0.8 m limit,
+        # episodes first grew to 44 steps, then shrank to 32 by 9.8M as λ rose from 12 to 19, with the tracking
+        # error at 8.9 cm and every evaluation episode falling by 35 steps; so the limit stays 0.5 m.
         ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl",), "crawl",
-                   tracking={"face_forward": True, "max_deviation": 0.8}, return_goal=700.0,
-                   ppo=_ppo(15_000_000, budget=0.06)),
+                   tracking={"face_forward": True}, return_goal=700.0, ppo=_ppo(15_000_000, budget=0.06)),
         # The reach task draws its target around where this clip holds the right hand (see tasks/reach.py).
         # The clip holds the right shoulder rolled out to -1.81 rad, which servo targets at 0.5 of the half range
         # (-0.86 rad at most) cannot ask for: every late start lost the arm by 0.5 m within 25-72 steps. It needs
