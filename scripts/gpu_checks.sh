@@ -32,6 +32,12 @@ export JAX_COMPILATION_CACHE_DIR=${JAX_COMPILATION_CACHE_DIR:-/tmp/metaworld_x_j
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=1
 runs=$(mktemp -d)
 
+pack() {  # OUT_DIR into $ARCHIVE, if set, atomically
+  if [ -n "${ARCHIVE:-}" ]; then
+    tar czf "$ARCHIVE.tmp" -C "$out" . && mv "$ARCHIVE.tmp" "$ARCHIVE"
+  fi
+}
+
 stage() {  # stage NAME LIMIT COMMAND...; a limit of 0 skips the stage
   local name=$1 limit=$2 start=$SECONDS rc
   shift 2
@@ -39,9 +45,7 @@ stage() {  # stage NAME LIMIT COMMAND...; a limit of 0 skips the stage
   timeout --signal=INT --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
   rc=$?
   echo "$name: exit $rc after $((SECONDS - start)) s (limit $limit s)" | tee -a "$out/stages.txt"
-  if [ -n "${ARCHIVE:-}" ]; then
-    tar czf "$ARCHIVE.tmp" -C "$out" . && mv "$ARCHIVE.tmp" "$ARCHIVE"
-  fi
+  pack
   return 0
 }
 
@@ -49,18 +53,19 @@ stage info "${LIMIT_INFO:-60}" bash -c "nvidia-smi; python3 -m metaworld_x.cli i
 
 stage bench_train "${LIMIT_BENCH_TRAIN:-170}" python3 scripts/bench_train.py --backend mjx --envs "$envs" \
   --minibatches "$minibatches" --iterations 3 --brax
-tail -8 "$out/bench_train.log"
+tail -8 "$out/bench_train.log" 2>/dev/null
 
 stage walk "${LIMIT_WALK:-300}" python3 -m metaworld_x.cli train expert walk --backend mjx \
   --num-envs "$envs" --num-minibatches "$minibatches" --eval-every 0 --no-video --max-minutes "${WALK_MINUTES:-3}" \
   ${WALK_STEPS:+--total-env-steps "$WALK_STEPS"} --run-dir "$runs/walk" --out "$out/walk_mjx"
 # the run's scalars (throughput per iteration, returns, λ) without the checkpoints
 mkdir -p "$out/walk_mjx" && cp "$runs"/walk/*.jsonl "$out/walk_mjx/" 2>/dev/null
-grep -E "trained|shipped|Error|error" "$out/walk.log" | tail -5
+pack
+grep -E "trained|shipped|Error|error" "$out/walk.log" 2>/dev/null | tail -5
 
 stage bench_env "${LIMIT_BENCH_ENV:-100}" python3 scripts/bench_env.py --mjx-only --seconds 3 \
   --mjx-worlds 1024 "$envs" 16384
-tail -6 "$out/bench_env.log"
+tail -6 "$out/bench_env.log" 2>/dev/null
 
 stage tests "${LIMIT_TESTS:-90}" python3 -m pytest -q -x -p no:cacheprovider tests/test_backends.py
-tail -3 "$out/tests.log"
+tail -3 "$out/tests.log" 2>/dev/null
