@@ -69,7 +69,7 @@ def main():
     parser.add_argument("--minibatches", type=int, help="minibatches per epoch (default: the spec's)")
     parser.add_argument("--iterations", type=int, default=4)
     parser.add_argument("--brax", action="store_true", help="also time brax's ppo.train, in this interpreter")
-    parser.add_argument("--brax-python", help="also time brax's ppo.train, in this interpreter's environment")
+    parser.add_argument("--brax-python", help="also time brax's ppo.train, run by this other python (e.g. a jax 0.9 venv's)")
     parser.add_argument("--brax-envs", type=int, help="worlds for brax's run (default: --envs; MJX on a CPU is slow)")
     args = parser.parse_args()
     backend = args.backend
