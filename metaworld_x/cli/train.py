@@ -1,5 +1,6 @@
 """`metaworld-x train expert SKILL` and `metaworld-x train router`."""
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, Union
@@ -46,8 +47,6 @@ class TrainExpert:
     """Join a multi-host run through jax.distributed.initialize() before anything else."""
 
     def run(self) -> None:
-        import time
-
         stop_at = time.perf_counter() + 60 * self.max_minutes if self.max_minutes is not None else None
         if self.distributed:
             from metaworld_x.training.devices import initialize_distributed

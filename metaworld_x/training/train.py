@@ -79,13 +79,12 @@ def make_train(
     snapshot = getattr(env, "snapshot", lambda s: s)
     restore_env = getattr(env, "restore", lambda s: s)
 
-    def place(state, env_state, tracker):
-        """The training state replicated and the per-simulation state split over the mesh, with the same
-        shardings at every call, so that the jitted collector compiles once rather than once per placement."""
-        state = jax.device_put(state, replicated(mesh)) if state is not None else None
+    def place_simulations(env_state, tracker):
+        """The per-simulation state split over the mesh, with the same shardings at every call (the training
+        state is replicated likewise), so that the jitted collector compiles once rather than once per placement."""
         if env.backend == "mjx":  # the cpu backend's state lives in mujoco.batch, on the host
             env_state = shard_envs(env_state, mesh, 0, config.num_envs)
-        return state, env_state, shard_envs(tracker, mesh, 0, config.num_envs)
+        return env_state, shard_envs(tracker, mesh, 0, config.num_envs)
 
     def initial_state(key) -> TrainingState:
         key, params_key = jax.random.split(key)
@@ -123,14 +122,16 @@ def make_train(
             # any update: reset states alone (all upright, nearly still) would give
             # features such as the root height a tiny spread, and the first update
             # would see them blown up. These steps are not counted as training.
-            state, env_state, tracker = place(state, env_state, tracker)
+            state = jax.device_put(state, replicated(mesh))
+            env_state, tracker = place_simulations(env_state, tracker)
             warmup_key = jax.device_put(jax.random.fold_in(key, 3), replicated(mesh))  # placed as state.key is
             env_state, tracker, warmup, _ = collect(state.params, state.normalizer, env_state, tracker, warmup_key)
             state = state.replace(normalizer=running_statistics.update(state.normalizer, warmup.obs))
             tracker = EpisodeTracker.create(config.num_envs)
         log = RunLog(run_dir, resume_step=resumed_from, tensorboard=tensorboard) if run_dir else None
         meta = {"config": _config_record(config), **(extra_meta or {})}
-        state, env_state, tracker = place(state, env_state, tracker)
+        state = jax.device_put(state, replicated(mesh))
+        env_state, tracker = place_simulations(env_state, tracker)
         rollbacks: list[str] = []
         consecutive = 0
         bar = _progress(config, int(state.env_steps), progress)
@@ -143,7 +144,7 @@ def make_train(
             env_state, tracker, rollout, env_metrics = collect(
                 state.params, state.normalizer, env_state, tracker, key_collect
             )
-            _, env_state, tracker = place(None, env_state, tracker)
+            env_state, tracker = place_simulations(env_state, tracker)
             jax.block_until_ready(rollout)
             t_update = time.perf_counter()
             rollout = shard_envs(rollout, mesh, env_axis=1, num_envs=config.num_envs)
