@@ -68,10 +68,8 @@ RECIPES = (
     Recipe("crawl", "crawl", "deepmimic/humanoid3d_crawl.txt", DEEPMIMIC, rate=1.6),
     Recipe("carry", "carry", "omomo/sub3_largebox_003.npz", OMOMO, 1.8, 4.6),
     Recipe("pickup", "pickup", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 2.2),
-    # Cut at 1.48 s (the source's 30 fps frame at 1.47 s), the last frame with both feet down and the fist
-    # still held out (both from 1.18 s): the whole clip ends mid-step, the left foot 5-15 cm up, and a held
-    # last frame on one foot threw every late start off within 10-24 steps.
-    Recipe("reach_one_hand", "reach_one_hand", "deepmimic/humanoid3d_punch.txt", DEEPMIMIC, 0.0, 1.48),
+    # reach_one_hand is keyframed (metaworld_x.motion.keyframes): DeepMimic's punch, the only one-arm reach
+    # here, lunges 1.3 m and asks the right shoulder for more than its servo range; no policy learned it.
     # A real two-hand reach: the box raised forward to head height (the shared mocap has no free-hand one).
     Recipe("reach_two_hands", "reach_two_hands", "omomo/sub10_largebox_049.npz", OMOMO, 5.2, 7.2),
 )

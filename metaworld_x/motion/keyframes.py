@@ -1,4 +1,4 @@
-"""Keyframed reference clips for skills with no human clip here (sit, push, door).
+"""Keyframed reference clips for skills with no human clip here (sit, reach, push, door).
 
 A clip is a few key poses, each the pelvis pose plus where the hands and the
 soles should be, at given times. Between keys every target moves on a
@@ -33,8 +33,8 @@ from metaworld_x.motion.keypoints import CANONICAL_KEYPOINTS
 from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, solve_clip
 from metaworld_x.motion.scaling import KEYPOINT_NAMES, SIDES, RobotProportions, ScaledTargets
 from metaworld_x.robot.constants import HOME_ROOT_HEIGHT
-from metaworld_x.scene.compose import DEFAULT_PLACES
-from metaworld_x.scene.props import DOOR_WIDTH
+from metaworld_x.scene.compose import DEFAULT_PLACES, PUSH_BOX
+from metaworld_x.scene.props import BOX_HALF_SIZE, DOOR_WIDTH
 
 Vec = tuple[float, float, float]
 
@@ -287,14 +287,20 @@ def _pose(time: float, pelvis: Vec, rpy: Vec = (0.0, 0.0, 0.0), **points) -> Key
 
 STAND_PELVIS: Vec = (0.0, 0.0, 0.98)
 
-# The push scene's box at rest (props.add_box at DEFAULT_PLACES["box"]), and the hands' x where
-# the push clip's paddles reach it (its top near edge): from there on the box moves with the hands.
-_BOX_REST = np.array(DEFAULT_PLACES["box"])
-_PUSH_CONTACT_X = 0.6
-# How high (m) a pushing step lifts the sole: clear of contact detection (`ContactConfig.height`, 5 cm at
-# the lowest point). At 6 cm the soles never left "contact", so retargeting pinned each foot to one
-# spot for the whole clip and the steps vanished.
-PUSH_STEP_HEIGHT = 0.12
+# The one-hand reach: the shared mocap has none (DeepMimic's punch lunges 1.3 m and asks the right shoulder
+# for 1.05 of its half range, and a policy never learned it). Here the pelvis sinks 2 cm and leans 0.1 rad so
+# the centre of mass stays over the feet while the arm goes forward. The hand ends at chest height with the
+# elbow still bent, 0.5 m ahead of the shoulder: the reach task draws its targets within 10 cm of it, and
+# the far ones need the arm straightened, not a step.
+REACH_PELVIS: Vec = (0.01, 0.0, 0.96)
+REACH_RIGHT_HAND: Vec = (0.52, -0.24, 1.28)
+
+# The push scene's box at rest on its table (scene.compose.PUSH_BOX), and the hand sites' x where the paddles'
+# tips (10 cm ahead of the hand sites, arms forward) touch its back face: from there on the box moves with them.
+_BOX_REST = np.array(PUSH_BOX)
+_PUSH_CONTACT_X = PUSH_BOX[0] - BOX_HALF_SIZE[0] - 0.1
+_PUSH_HANDS = (0.14, 0.99)  # hand sites' |y| (inside the box's 0.18 half width) and height (the box's centre: 1.0)
+PUSH_DISTANCE = 0.2  # m the clip pushes the box, onto the marker (scene.compose.PUSH_MARKER)
 
 
 def _pushed_box(hand_x: float) -> tuple[tuple[str, tuple[float, ...]], ...]:
@@ -303,27 +309,29 @@ def _pushed_box(hand_x: float) -> tuple[tuple[str, tuple[float, ...]], ...]:
     return (("box", (float(x), float(y), float(z), 1.0, 0.0, 0.0, 0.0)),)
 
 
-def _push(time: float, pelvis: Vec, hand_x: float, **feet: Vec) -> KeyPose:
-    """A push key: leaning on the box in a deep squat, both hands at `hand_x`, the box moved with them."""
-    return _pose(time, pelvis, (0.0, 1.0, 0.0), left_hand=(hand_x, 0.14, 0.27), right_hand=(hand_x, -0.14, 0.27),
-                 props=_pushed_box(hand_x), **feet)
+def _push(time: float, pelvis: Vec, pitch: float, pushed: float, **feet: Vec) -> KeyPose:
+    """A push key: both paddles on the box's back face, the box `pushed` m on from where they met it."""
+    x = _PUSH_CONTACT_X + pushed
+    y, z = _PUSH_HANDS
+    return _pose(time, pelvis, (0.0, pitch, 0.0), left_hand=(x, y, z), right_hand=(x, -y, z),
+                 props=_pushed_box(x), **feet)
 
 
-def _walking_push(start: float, pelvis: Vec, hand_x: float, feet_x: float, steps: int, stride: float = 0.19,
-                  step_time: float = 0.6) -> tuple[KeyPose, ...]:
-    """Push keys that walk the box on: `steps` foot steps (right first) of `stride` m each, from feet side by side
-    at `feet_x`, the pelvis and hands following half a stride per step. (A 2 cm sway of the pelvis over the
-    standing foot turned the torso enough to push a paddle 1 cm into the box.)"""
-    keys, x, y_offset = [], 0.0, {"right_foot": -0.2, "left_foot": 0.2}
-    for step in range(steps):
-        foot = ("right_foot", "left_foot")[step % 2]
-        lead = feet_x + stride * (step // 2 + 1)  # where this foot lands
-        t = start + step * step_time
-        keys.append(_push(t + step_time / 2, (pelvis[0] + x + stride / 4, 0.0, pelvis[2]), hand_x + x + stride / 4,
-                          **{foot: (lead - stride / 2, y_offset[foot], PUSH_STEP_HEIGHT)}))
-        x += stride / 2
-        keys.append(_push(t + step_time, (pelvis[0] + x, 0.0, pelvis[2]), hand_x + x, **{foot: (lead, y_offset[foot], 0.0)}))
-    return tuple(keys)
+def push_keys() -> tuple[KeyPose, ...]:
+    """Stand, put both hands on the box, then push it 0.2 m along the table in two steps (right foot, then left),
+    leaning 0.12 rad with the pelvis kept behind the feet's centre, so the centre of mass stays over the feet
+    and the arms, not the weight, move the box. Each step lifts the sole 8 cm and lands 16 cm further on."""
+    lift, stride = 0.08, 0.16
+    sole_x, sole_y = HOME_SOLE
+    step = lambda side, x, z: {f"{side}_foot": (x, sole_y if side == "left" else -sole_y, z)}
+    return (
+        _pose(0.0, STAND_PELVIS, props=_pushed_box(0.0)),
+        _push(1.0, (0.02, 0.0, 0.97), 0.08, 0.0),
+        _push(1.6, (0.05, -0.02, 0.97), 0.1, 0.04, **step("right", sole_x + stride / 2, lift)),
+        _push(2.2, (0.08, 0.0, 0.97), 0.1, 0.08, **step("right", sole_x + stride, 0.0)),
+        _push(2.8, (0.11, 0.02, 0.97), 0.12, 0.14, **step("left", sole_x + stride / 2, lift)),
+        _push(3.4, (0.14, 0.0, 0.97), 0.12, PUSH_DISTANCE, **step("left", sole_x + stride, 0.0)),
+    )
 
 
 # The door scene as `metaworld_x.scene` builds it (props.add_door): the door
@@ -425,25 +433,27 @@ KEYFRAMED: dict[str, KeyframeClip] = {
             _pose(2.8, (-0.28, 0.0, 0.78), (0.0, 0.0, 0.0), left_hand=(0.08, 0.26, 0.72), right_hand=(0.08, -0.26, 0.72)),
         ),
     ),
+    "reach_one_hand": KeyframeClip(
+        skill="reach_one_hand",
+        notes=(
+            "from the home pose, lean a little forward and raise the right hand to a point 0.5 m ahead of the "
+            "right shoulder at chest height (elbow still bent), hold it there; the feet stay put"
+        ),
+        hold=1.0,
+        keys=(
+            _pose(0.0, STAND_PELVIS),
+            _pose(1.0, REACH_PELVIS, (0.0, 0.1, 0.0), right_hand=REACH_RIGHT_HAND),
+        ),
+    ),
     "push": KeyframeClip(
         skill="push",
         notes=(
-            "crouch and lean with both hands on the upper near face of the 0.3 m box on the floor 0.8 m ahead "
-            "(push scene), push it 0.26 m in a deep squat while stepping right then left foot forward, then walk "
-            "it on 0.95 m in ten steps of 0.19 m, onto the red marker 2 m ahead"
+            "stand at the table (push scene), put both paddles on the back face of the box on it, push the box "
+            f"{PUSH_DISTANCE} m along the table top onto the red marker in two steps (right foot, then left), "
+            "leaning a little, then hold"
         ),
-        hold=0.5,
-        keys=(
-            _pose(0.0, STAND_PELVIS, props=_pushed_box(0.0)),
-            _push(1.2, (0.0, 0.0, 0.62), _PUSH_CONTACT_X),
-            _push(2.0, (0.08, 0.0, 0.62), 0.7),
-            _push(2.4, (0.11, -0.02, 0.62), 0.74, right_foot=(0.1, -0.2, PUSH_STEP_HEIGHT)),
-            _push(2.8, (0.14, -0.02, 0.62), 0.78, right_foot=(0.16, -0.2, 0.0)),
-            _push(3.2, (0.17, 0.02, 0.62), 0.82, left_foot=(0.1, 0.2, PUSH_STEP_HEIGHT)),
-            _push(3.6, (0.2, 0.0, 0.62), 0.86, left_foot=(0.16, 0.2, 0.0)),
-            # the marker is 1.2 m from the box: 0.26 m above, 0.95 m walking, box centre at 2.01 m
-            *_walking_push(3.6, (0.2, 0.0, 0.62), 0.86, 0.16, steps=10),
-        ),
+        hold=1.0,
+        keys=push_keys(),
     ),
     "door": KeyframeClip(
         skill="door",

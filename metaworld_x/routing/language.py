@@ -65,7 +65,7 @@ CATALOG: tuple[CompositeTask, ...] = (
     ),
     CompositeTask(
         "push", "push", "push the box onto the red marker",
-        ("shove the box until it is on the red mark", "slide the crate along the floor to the marker"),
+        ("shove the box until it is on the red mark", "slide the crate across the table top to the marker"),
         "the box within the push task's success distance of the marker",
     ),
     CompositeTask(

@@ -19,7 +19,7 @@ import numpy as np
 
 from metaworld_x.errors import UserError
 from metaworld_x.robot import HOME_JOINT_POSE, HOME_ROOT_HEIGHT, JOINT_NAMES, robot_spec
-from metaworld_x.scene.props import PROPS, default_box_height
+from metaworld_x.scene.props import PROPS, PUSH_TABLE_HEIGHT, default_box_height
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,12 @@ class Placement:
     """(keyword, value) pairs for the prop's add function, e.g. (("height", 0.5),) for a table."""
 
 
+# The push scene: a table whose near edge is 0.45 m ahead of the robot, the box on it with its back face 0.47 m
+# ahead (the paddles' tips reach 0.39 m in the home pose), the marker 0.2 m further on, on the table top.
+PUSH_TABLE = (0.85, 0.0, 0.0)
+PUSH_BOX = (0.62, 0.0, default_box_height("push_table"))
+PUSH_MARKER = (0.82, 0.0, PUSH_TABLE_HEIGHT + 0.002)
+
 # Default places, used when a prop is asked for by name alone.
 DEFAULT_PLACES: dict[str, tuple[float, float, float]] = {
     "box": (0.8, 0.0, default_box_height(None)),
@@ -41,7 +47,7 @@ DEFAULT_PLACES: dict[str, tuple[float, float, float]] = {
     "door": (1.5, 0.0, 0.0),
     "marker": (2.0, 0.0, 0.0),
     "tunnel": (1.0, 0.0, 0.0),
-    "target": (1.71, 1.17, 1.54),  # where the reach clip holds its right hand (the reach task draws around it)
+    "target": (0.52, -0.24, 1.28),  # where the reach clip holds its right hand (the reach task draws around it)
 }
 
 SCENES: dict[str, tuple[Placement, ...]] = {
@@ -50,9 +56,11 @@ SCENES: dict[str, tuple[Placement, ...]] = {
     "tunnel": (Placement("tunnel", DEFAULT_PLACES["tunnel"]),),
     "reach": (Placement("target", DEFAULT_PLACES["target"]),),
     "door": (Placement("door", DEFAULT_PLACES["door"]),),
+    # The box is pushed 0.2 m along a table top onto the marker (the push clip's keys).
     "push": (
-        Placement("box", DEFAULT_PLACES["box"]),
-        Placement("marker", DEFAULT_PLACES["marker"]),
+        Placement("table", PUSH_TABLE, (("height", PUSH_TABLE_HEIGHT), ("half_top", (0.4, 0.5)))),
+        Placement("box", PUSH_BOX),
+        Placement("marker", PUSH_MARKER),
     ),
     "carry": (
         Placement("stand", DEFAULT_PLACES["stand"]),

@@ -28,6 +28,9 @@ BOX_MASS = 1.5
 # With a 0.6 m stand and a 0.75 m table the clip's hands started 21 cm above the box.
 TABLE_HEIGHT = 0.53
 TABLE_HALF_TOP = (0.4, 0.5)
+# The push scene's table, as HumanoidBench's h1hand-push has it: the box on a table in front of the robot, its
+# centre about 1 m high, where the hands reach it standing; the whole push happens on the table top.
+PUSH_TABLE_HEIGHT = 0.85
 STAND_HEIGHT = 0.81
 CHAIR_SEAT_HEIGHT = 0.46
 DOOR_WIDTH = 1.0
@@ -115,10 +118,11 @@ def add_door(spec: mujoco.MjSpec, pos) -> None:
     spec.add_exclude(bodyname1="door_frame", bodyname2="door")
 
 
-def add_marker(spec: mujoco.MjSpec, pos) -> None:
-    """A red disc on the floor, the push target; visual only."""
+def add_marker(spec: mujoco.MjSpec, pos, radius: float = 0.1) -> None:
+    """A red disc, the push target (on the floor, or on a table top at `pos`); visual only. Its radius is the
+    push task's success distance, so the box's centre over the disc is a success."""
     body = spec.worldbody.add_body(name="marker", pos=pos)
-    body.add_geom(name="marker", type=CYLINDER, size=(0.25, 0.002, 0), rgba=RED, contype=0, conaffinity=0)
+    body.add_geom(name="marker", type=CYLINDER, size=(radius, 0.002, 0), rgba=RED, contype=0, conaffinity=0)
     body.add_site(name="marker", size=(0.02, 0.02, 0.02))
 
 
@@ -154,7 +158,7 @@ PROPS = {
 
 def default_box_height(on: str | None) -> float:
     """Height of the box centre when resting on the floor or on a prop."""
-    base = {"stand": STAND_HEIGHT, "table": TABLE_HEIGHT}.get(on, 0.0)
+    base = {"stand": STAND_HEIGHT, "table": TABLE_HEIGHT, "push_table": PUSH_TABLE_HEIGHT}.get(on, 0.0)
     return float(base + BOX_HALF_SIZE[2] + 1e-3)
 
 

@@ -131,7 +131,7 @@ DEFAULT_CATALOG = ExpertCatalog(
         Expert(
             "push",
             "push a heavy object such as a box or cart forward",
-            ("push it forward", "shove it", "slide it along the floor"),
+            ("push it forward", "shove it", "slide it along the table"),
         ),
         Expert(
             "door",

@@ -1,4 +1,4 @@
-"""Push: shove the box across the floor onto the red marker (HumanoidBench's h1hand-push)."""
+"""Push: shove the box along a table top onto the red marker (HumanoidBench's h1hand-push)."""
 
 from dataclasses import dataclass, field
 
@@ -30,7 +30,7 @@ class PushConfig(TaskConfig):
 
 @dataclass(frozen=True)
 class Push(Task):
-    """Push the box along the floor onto the marker with the paddle hands.
+    """Push the box along the table top onto the marker with the paddle hands.
 
     Rewards are HumanoidBench's: distance penalties plus a one-off bonus.
     Success (which also ends the episode, reason "success"): the box's

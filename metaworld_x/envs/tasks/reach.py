@@ -1,12 +1,12 @@
-"""Reach: touch a target with the right hand, in the reach of the reach_one_hand clip's lunge.
+"""Reach: touch a target with the right hand, within reach of the reach_one_hand clip's hand.
 
-The shipped clip (DeepMimic's punch, the only one-arm reach in the shared
-mocap) lunges about 1.3 m forward and to the left and holds the right fist
-out at shoulder height. Targets are drawn around where the clip holds that
+The shipped clip (keyframed: the shared mocap has no one-hand reach) stands
+in place, leans a little and holds the right hand out 0.5 m ahead of the
+shoulder at chest height. Targets are drawn around where the clip holds that
 hand, relative to the robot's start at the origin facing +x: a policy held
-to the clip within ε = 6 cm (mean over 17 keypoints) can bend its arm and
-step a little, not go somewhere else. With a different clip, move the box
-to that clip's hand (tests/test_expert_clips_fit_their_tasks.py checks it).
+to the clip within ε = 6 cm (mean over 17 keypoints) can bend or stretch its
+arm, not go somewhere else. With a different clip, move the box to that
+clip's hand (tests/test_expert_clips_fit_their_tasks.py checks it).
 """
 
 from dataclasses import dataclass, field
@@ -29,11 +29,12 @@ class ReachRewards(RewardScales):
 
 @dataclass(frozen=True)
 class ReachConfig(TaskConfig):
-    target_low: tuple[float, float, float] = (1.59, 1.05, 1.46)
+    target_low: tuple[float, float, float] = (0.42, -0.34, 1.20)
     """Lower corner (m, world frame) of the box the target is drawn from at reset; the robot starts at the origin
-    facing +x. The box is ±12 cm (±8 cm high) around (1.71, 1.17, 1.54), where the reach_one_hand clip holds its
-    right hand from 0.9 s to its end at 1.48 s (and so for the rest of a tracking episode)."""
-    target_high: tuple[float, float, float] = (1.83, 1.29, 1.62)
+    facing +x. The box is ±10 cm (±8 cm high) around (0.52, -0.24, 1.28), where the reach_one_hand clip holds its
+    right hand from 1 s to its end at 2 s (and so for the rest of a tracking episode). Its far corner is 0.59 m
+    from the clip's shoulder, inside the straight arm's 0.61 m."""
+    target_high: tuple[float, float, float] = (0.62, -0.14, 1.36)
     """Upper corner of that box."""
     hand: str = "right_hand"
     """The hand site that must touch the target."""
