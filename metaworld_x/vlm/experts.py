@@ -115,23 +115,24 @@ DEFAULT_CATALOG = ExpertCatalog(
         ),
         Expert(
             "reach_one_hand",
-            "reach out with one hand to touch or grab something",
-            ("grab something with one hand", "reach for it", "press the button", "touch it with your hand"),
+            "reach out with the right hand to touch a target",
+            ("touch the target with your hand", "reach for it with one hand", "put your hand on it", "press the button",
+             "point at it"),
         ),
         Expert(
             "reach_two_hands",
-            "reach with both hands to pick up an object",
-            ("pick up the package", "lift it with both hands", "grasp it with both arms"),
+            "raise an object forward with both hands",
+            ("lift it up with both hands", "hold the package up in front of you", "raise it with both arms"),
         ),
         Expert(
             "carry",
-            "carry an object held in both hands while walking",
-            ("bring it over there", "carry it while walking", "deliver the parcel", "hold it and take it somewhere"),
+            "carry a box held in both hands over to a table and put it down",
+            ("bring it over here", "deliver the parcel", "carry it while walking", "take it over there and set it down"),
         ),
         Expert(
             "push",
-            "push a heavy object such as a box or cart forward",
-            ("push it forward", "shove it", "slide it along the table"),
+            "push a heavy object along with both hands onto a marker",
+            ("push it forward", "shove it along", "push it onto the mark"),
         ),
         Expert(
             "door",
