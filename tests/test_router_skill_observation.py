@@ -105,3 +105,20 @@ def test_experts_with_different_action_scales_are_mixed_as_servo_targets(tmp_pat
     own_targets = [home + a * s * half_range for a, s in zip(own, (spec["action_scale"], 2 * spec["action_scale"]))]
     mixed = weights[:, :1] * own_targets[0] + weights[:, 1:] * own_targets[1]
     np.testing.assert_allclose(home + executed * np.asarray(runner.env.compiled.action_map.scale), mixed, atol=1e-5)
+
+
+def test_an_expert_in_a_scene_of_its_own_task_reads_the_scenes_task_variables():
+    """In the reach scene the reach expert must aim at the target the scene drew (and shows), not at one drawn for it
+    alone: with its own draw ("scene") the router's reach episodes scored 0/10 while the expert alone scored 8/10."""
+    from metaworld_x.envs.backends import make
+
+    tracking = expert_task(expert_spec("reach_one_hand"))
+    reach = tracking.objective
+    size = 6  # the target relative to the robot (3) and the hand's offset to it (3)
+    worlds = 4
+    for source, agrees in (("shared", True), ("scene", False)):
+        scene = ExpertScene(objective=reach, skills=(SkillObservation("reach_one_hand", tracking, source),))
+        state = make(scene, "cpu", worlds).reset(jax.random.PRNGKey(1))
+        expert_view = np.asarray(state.obs["expert/reach_one_hand"])[:, -size:]
+        scene_view = np.asarray(state.obs["state"])[:, -size:]  # the router's observation ends with the task's features
+        assert np.allclose(expert_view, scene_view, atol=1e-5) == agrees, source

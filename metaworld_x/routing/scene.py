@@ -61,7 +61,7 @@ class ExpertScene(Task):
         for skill in self.skills:
             if keypoint_kind is not None:
                 names += [n for n in skill.tracking.reference.keypoint_names if keypoint_kind(n)]
-            if skill.objective_source == "scene":
+            if skill.objective_source in ("scene", "shared"):
                 names += list(getattr(skill.objective, attribute))
         return tuple(dict.fromkeys(names))
 
@@ -211,7 +211,9 @@ def build_expert_scene(
         layout = expert_obs_layout(name, policy_specs[name], tracking, size)
         source, frozen = "none", ()
         if size:
-            if objects_present(model, tracking.objective):
+            if tracking.objective.name == task.name:  # the scene runs the expert's own task: one set of its variables
+                source = "shared"
+            elif objects_present(model, tracking.objective):
                 source = "scene"
             else:
                 source, frozen = "frozen", _training_start_features(tracking, size)

@@ -16,9 +16,11 @@ is being tracked, so each expert gets
 Right after a tracking reset the robot stands exactly on its reference, so
 the re-anchoring is the identity there and the features equal the tracking
 environment's (tested). The objective's features come from the scene when the
-scene holds every object the objective reads ("scene"); otherwise they are the
-values the expert saw at the start of its own training episodes ("frozen"),
-recorded once. Nothing is padded or truncated: every part and its size is
+scene holds every object the objective reads ("scene"), and from the scene's
+own task variables when the scene runs the expert's own objective ("shared":
+the reach expert must aim at the target the scene drew and shows, not at one
+of its own); otherwise they are the values the expert saw at the start of its
+own training episodes ("frozen"), recorded once. Nothing is padded or truncated: every part and its size is
 listed in the expert's `obs_layout` and checked against its policy.
 """
 
@@ -63,7 +65,8 @@ class SkillObservation:
     tracking: object
     """The expert's own Tracking task (metaworld_x.envs.expert.expert_task of its spec)."""
     objective_source: str
-    """'scene' (computed from the scene), 'frozen' (the training start's values) or 'none'."""
+    """'scene' (computed from the scene with the expert's own task variables), 'shared' (the scene's objective is
+    the expert's: computed with the scene's task variables), 'frozen' (the training start's values) or 'none'."""
     frozen_objective: tuple[float, ...] = ()
     """The objective's features at the start of a training episode, when objective_source is 'frozen'."""
     clip: int = 0
@@ -80,7 +83,7 @@ class SkillObservation:
         return self.tracking.objective
 
     def reset_info(self, rng) -> dict:
-        """The objective's own task variables (e.g. walk's target speed), when it reads the scene."""
+        """The objective's own task variables (e.g. walk's target speed), when it reads the scene with its own."""
         return dict(self.objective.reset_info(rng)) if self.objective_source == "scene" else {}
 
     def features(self, view, info, clip_time, objective_info):
@@ -88,6 +91,8 @@ class SkillObservation:
         parts = [reference_features(self.tracking, view, clip_time, self.clip)]
         if self.objective_source == "scene":
             parts.append(self.objective.features(view, {**info, **objective_info}))
+        elif self.objective_source == "shared":
+            parts.append(self.objective.features(view, info))
         elif self.objective_source == "frozen":
             parts.append(jnp.asarray(self.frozen_objective, jnp.float32))
         return jnp.concatenate(parts)
