@@ -33,7 +33,7 @@ from metaworld_x.motion.keypoints import CANONICAL_KEYPOINTS
 from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, solve_clip
 from metaworld_x.motion.scaling import KEYPOINT_NAMES, SIDES, RobotProportions, ScaledTargets
 from metaworld_x.robot.constants import HOME_ROOT_HEIGHT
-from metaworld_x.scene.compose import DEFAULT_PLACES, PUSH_BOX
+from metaworld_x.scene.compose import DEFAULT_PLACES, PUSH_BOX, PUSH_MARKER
 from metaworld_x.scene.props import BOX_HALF_SIZE, DOOR_WIDTH
 
 Vec = tuple[float, float, float]
@@ -300,7 +300,7 @@ REACH_RIGHT_HAND: Vec = (0.52, -0.24, 1.28)
 _BOX_REST = np.array(PUSH_BOX)
 _PUSH_CONTACT_X = PUSH_BOX[0] - BOX_HALF_SIZE[0] - 0.1
 _PUSH_HANDS = (0.14, 0.99)  # hand sites' |y| (inside the box's 0.18 half width) and height (the box's centre: 1.0)
-PUSH_DISTANCE = 0.2  # m the clip pushes the box, onto the marker (scene.compose.PUSH_MARKER)
+PUSH_DISTANCE = PUSH_MARKER[0] - PUSH_BOX[0]  # m the clip pushes the box: onto the marker
 
 
 def _pushed_box(hand_x: float) -> tuple[tuple[str, tuple[float, ...]], ...]:
@@ -449,7 +449,7 @@ KEYFRAMED: dict[str, KeyframeClip] = {
         skill="push",
         notes=(
             "stand at the table (push scene), put both paddles on the back face of the box on it, push the box "
-            f"{PUSH_DISTANCE} m along the table top onto the red marker in two steps (right foot, then left), "
+            f"{PUSH_DISTANCE:.1f} m along the table top onto the red marker in two steps (right foot, then left), "
             "leaning a little, then hold"
         ),
         hold=1.0,

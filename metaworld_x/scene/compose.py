@@ -36,7 +36,7 @@ class Placement:
 # ahead (the paddles' tips reach 0.39 m in the home pose), the marker 0.2 m further on, on the table top.
 PUSH_TABLE = (0.85, 0.0, 0.0)
 PUSH_BOX = (0.62, 0.0, default_box_height("push_table"))
-PUSH_MARKER = (0.82, 0.0, PUSH_TABLE_HEIGHT + 0.002)
+PUSH_MARKER = (PUSH_BOX[0] + 0.2, 0.0, PUSH_TABLE_HEIGHT + 0.002)
 
 # Default places, used when a prop is asked for by name alone.
 DEFAULT_PLACES: dict[str, tuple[float, float, float]] = {
