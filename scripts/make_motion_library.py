@@ -4,8 +4,9 @@
 
 Each recipe names its source file (under the shared mocap folder), the
 segment kept and the skill it serves; keyframed clips come from
-`metaworld_x.motion.keyframes.KEYFRAMED`. The source files are read, never
-copied. Needs ../shared/mocap (or METAWORLD_X_SHARED) for the mocap clips.
+`metaworld_x.motion.keyframes.KEYFRAMED`, and gait transitions from two of the
+library's looping clips (`metaworld_x.motion.transition`), after those are
+built. The source files are read, never copied. Needs ../shared/mocap (or METAWORLD_X_SHARED) for the mocap clips.
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ RECIPES = (
     Recipe("reach_two_hands", "reach_two_hands", "omomo/sub10_largebox_049.npz", OMOMO, 5.2, 7.2),
 )
 
+# (clip name, skill, first cycle, second cycle): made from the library's own clips, so they come last.
+# run_start speeds up from the walk into the run, so that the run expert can start from the home pose.
+TRANSITIONS = (("run_start", "run", "walk", "run"),)
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -90,14 +95,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def build(out: Path, only: set[str] | None = None) -> None:
     from metaworld_x.motion import load_human_motion
-    from metaworld_x.motion.clip import save_clip
+    from metaworld_x.motion.clip import read_clip, save_clip
     from metaworld_x.motion.keyframes import KEYFRAMED, compose
     from metaworld_x.motion.retarget import SourceInfo, retarget
+    from metaworld_x.motion.transition import gait_transition
     from metaworld_x.robot import robot_spec
 
     model = robot_spec("h1").compile()
     recipes = [r for r in RECIPES if only is None or r.name in only]
     keyframed = [k for k in KEYFRAMED if only is None or k in only]
+    transitions = [t for t in TRANSITIONS if only is None or t[0] in only]
     mocap = shared_dir()
     if recipes and (mocap is None or not (mocap / "mocap").is_dir()):
         raise UserError("the shared mocap folder (../shared/mocap or $METAWORLD_X_SHARED/mocap) is missing")
@@ -111,6 +118,11 @@ def build(out: Path, only: set[str] | None = None) -> None:
     for name in keyframed:
         clock = time.perf_counter()
         clip = compose(KEYFRAMED[name], model=model, progress=True)
+        _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
+    for name, skill, first, second in transitions:
+        clock = time.perf_counter()
+        clip = gait_transition(read_clip(out / f"{first}.npz"), read_clip(out / f"{second}.npz"), skill, model=model,
+                               progress=True)
         _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
 
 

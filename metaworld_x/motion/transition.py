@@ -1,0 +1,190 @@
+"""A gait transition made from two looping clips: walk, speed up, run.
+
+No clip here starts a run from rest: DeepMimic's run is one sprint cycle, and a
+run expert trained only on it cannot start from the home pose a router starts
+it in (every home start falls on its first steps). People speed up from a walk
+into a run over a few strides; this module makes that clip from the walk and
+run cycles already in the library:
+
+1. Each cycle is indexed by its gait phase p in [0, 1), starting when the left
+   foot touches down, and split into a straight line (its stride per cycle) and
+   the pose's swing about it (root offset, pelvis rotation without the
+   clip's heading, joint angles).
+2. The phase advances at a rate blended from one cadence to the other by a
+   minimum-jerk weight a(t): 0 while walking, 1 once running. The pose at
+   phase p is both cycles' poses at p, blended by a(t) (angles and offsets
+   linearly, rotations by slerp); the root travels the blended stride per
+   cycle, so a foot in stance in both cycles stays nearly still.
+3. The blend only gives targets: the whole clip then goes through the same IK,
+   floor, foot-pinning and contact stages as retargeted mocap
+   (`retarget.solve_clip`), which pins every stance foot exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from metaworld_x.errors import UserError
+from metaworld_x.motion.clip import Clip
+from metaworld_x.motion.keyframes import minimum_jerk
+from metaworld_x.motion.keypoints import CANONICAL_KEYPOINTS
+from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, solve_clip
+from metaworld_x.motion.scaling import KEYPOINT_NAMES, ROBOT_FRAMES, SIDES, ScaledTargets, frame_position
+from metaworld_x.robot.constants import JOINT_NAMES
+
+
+@dataclass(frozen=True)
+class TransitionConfig:
+    """Timing of a walk-to-run clip (seconds)."""
+
+    before_s: float = 2.5
+    """Plain walking first: about two walk cycles, where a router's clock starts from the home pose."""
+    ramp_s: float = 2.0
+    """The speed-up, from the first cycle's cadence and stride to the second's."""
+    total_s: float = 21.0
+    """The whole clip; the rest is running. Longer than a router's 1000-step (20 s) episode, so the
+    reference never holds a last frame while the robot runs."""
+
+    def __post_init__(self) -> None:
+        if self.before_s < 0 or self.ramp_s <= 0 or self.total_s < self.before_s + self.ramp_s:
+            raise UserError(
+                f"transition timing must have before_s >= 0, ramp_s > 0 and total_s >= before_s + ramp_s; got "
+                f"{self.before_s}, {self.ramp_s}, {self.total_s}"
+            )
+
+
+@dataclass(frozen=True)
+class GaitCycle:
+    """One looping clip as a function of its gait phase (p = 0: the left foot touches down).
+
+    Attributes:
+      period: seconds per cycle.
+      stride: metres the root travels per cycle, along the clip's heading.
+      joint_pos: [N, 19] angles at phases i / N.
+      offset: [N, 3] root position minus the straight line it travels, in the heading frame.
+      rotation: [N] pelvis rotations with the clip's heading removed.
+    """
+
+    period: float
+    stride: float
+    joint_pos: np.ndarray
+    offset: np.ndarray
+    rotation: Rotation
+
+    @classmethod
+    def of(cls, clip: Clip) -> GaitCycle:
+        if not clip.info.get("loop", False):
+            raise UserError(f"clip {clip.skill!r} is not a looping cycle; a gait transition needs two")
+        count = clip.num_frames - 1  # the last frame is the next cycle's first, moved on
+        shift = clip.root_pos[-1] - clip.root_pos[0]
+        heading = np.arctan2(shift[1], shift[0])
+        unturn = Rotation.from_euler("z", -heading)
+        start = _touchdown(clip.contacts[:count, 0], clip.skill)
+        frames = (start + np.arange(count)) % count
+        line = np.outer(np.arange(count) / count, shift)  # where a steady walker's root would be
+        rooted = clip.root_pos[frames] - clip.root_pos[start] * [1.0, 1.0, 0.0]  # heights stay absolute
+        wrapped = frames < start  # frames of the next cycle, moved on by one shift
+        rooted[wrapped] += shift
+        return cls(
+            period=count / clip.fps,
+            stride=float(np.linalg.norm(shift[:2])),
+            joint_pos=clip.joint_pos[frames],
+            offset=unturn.apply(rooted - line),
+            rotation=unturn * Rotation.from_quat(clip.root_quat[frames], scalar_first=True),
+        )
+
+    def at(self, phase: np.ndarray) -> tuple[np.ndarray, np.ndarray, Rotation]:
+        """(joint_pos [T, 19], offset [T, 3], rotation [T]) at phases in [0, 1), interpolated around the cycle."""
+        count = len(self.joint_pos)
+        position = (np.asarray(phase) % 1.0) * count
+        lower = np.floor(position).astype(int) % count
+        upper = (lower + 1) % count
+        weight = (position - np.floor(position))[:, None]
+        lerp = lambda series: (1 - weight) * series[lower] + weight * series[upper]
+        return lerp(self.joint_pos), lerp(self.offset), _slerp(self.rotation[lower], self.rotation[upper], weight)
+
+
+def _slerp(start: Rotation, end: Rotation, weight: np.ndarray) -> Rotation:
+    """Frame-wise spherical interpolation from `start` to `end` by `weight` [T, 1] in [0, 1]."""
+    return start * Rotation.from_rotvec((start.inv() * end).as_rotvec() * weight)
+
+
+def _touchdown(left_contact: np.ndarray, skill: str) -> int:
+    """The first frame where the left foot touches down (contact rises), wrapping around the cycle."""
+    rises = np.flatnonzero(left_contact & ~np.roll(left_contact, 1))
+    if len(rises) == 0:
+        raise UserError(f"clip {skill!r}: the left foot never touches down in the cycle; its contacts are needed for the phase")
+    return int(rises[0])
+
+
+def blend_weight(times: np.ndarray, config: TransitionConfig) -> np.ndarray:
+    """[T] 0 before the ramp, 1 after it, minimum jerk between."""
+    return minimum_jerk((times - config.before_s) / config.ramp_s)
+
+
+def transition_qpos(first: GaitCycle, second: GaitCycle, config: TransitionConfig, fps: float) -> np.ndarray:
+    """[T, 26] the blended walk-speed-up-run poses, starting at the origin facing +x, pelvis at p = 0."""
+    times = np.arange(int(round(config.total_s * fps)) + 1) / fps
+    weight = blend_weight(times, config)
+    rate = (1 - weight) / first.period + weight / second.period  # cycles per second
+    stride = (1 - weight) * first.stride + weight * second.stride
+    # Trapezoid integration: the phase and the distance at each frame.
+    phase = np.concatenate([[0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) / fps)])
+    speed = rate * stride
+    forward = np.concatenate([[0.0], np.cumsum(0.5 * (speed[1:] + speed[:-1]) / fps)])
+    joints_a, offset_a, rotation_a = first.at(phase)
+    joints_b, offset_b, rotation_b = second.at(phase)
+    w = weight[:, None]
+    joints = (1 - w) * joints_a + w * joints_b
+    offset = (1 - w) * offset_a + w * offset_b
+    rotation = _slerp(rotation_a, rotation_b, w)
+    root = offset + np.stack([forward, np.zeros_like(forward), np.zeros_like(forward)], axis=1)
+    return np.concatenate([root, rotation.as_quat(scalar_first=True), joints], axis=1)
+
+
+def targets_from_poses(model: mujoco.MjModel, qpos: np.ndarray) -> ScaledTargets:
+    """IK targets that the poses `qpos` [T, 26] reach exactly: their keypoints and trunk and foot frames."""
+    data = mujoco.MjData(model)
+    positions = {key: [] for key in KEYPOINT_NAMES}
+    pelvis_rot, torso_rot, foot_rot = [], [], {side: [] for side in SIDES}
+    for q in qpos:
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        for key in KEYPOINT_NAMES:
+            positions[key].append(frame_position(model, data, *ROBOT_FRAMES[key]))
+        pelvis_rot.append(data.body("pelvis").xmat.reshape(3, 3).copy())
+        torso_rot.append(data.body("torso_link").xmat.reshape(3, 3).copy())
+        for side in SIDES:
+            foot_rot[side].append(data.body(f"{side}_ankle_link").xmat.reshape(3, 3).copy())
+    positions = {key: np.array(value) for key, value in positions.items()}
+    # No human to show: the robot's own keypoints stand in for the human skeleton, as for keyframed clips.
+    shoulders = 0.5 * (positions["left_shoulder"] + positions["right_shoulder"])
+    human = {name: positions.get(name, shoulders) for name in CANONICAL_KEYPOINTS}
+    return ScaledTargets(positions=positions, pelvis_rot=np.array(pelvis_rot), torso_rot=np.array(torso_rot),
+                         foot_rot={side: np.array(r) for side, r in foot_rot.items()}, human=human, scale=1.0)
+
+
+def gait_transition(first: Clip, second: Clip, skill: str, *, model: mujoco.MjModel,
+                    config: TransitionConfig | None = None, progress: bool = False) -> Clip:
+    """A clip that plays `first`'s cycle, speeds up into `second`'s and keeps it up (see the module docstring)."""
+    config = config or TransitionConfig()
+    if first.fps != second.fps:
+        raise UserError(f"clips {first.skill!r} and {second.skill!r} have different rates ({first.fps}, {second.fps} fps)")
+    if first.joint_pos.shape[1] != len(JOINT_NAMES) or second.joint_pos.shape[1] != len(JOINT_NAMES):
+        raise UserError("both clips must be made for this robot's joints; rebuild them with scripts/make_motion_library.py")
+    qpos = transition_qpos(GaitCycle.of(first), GaitCycle.of(second), config, first.fps)
+    same = first.licence == second.licence
+    source = SourceInfo(
+        kind="mocap", file=f"{first.source_file} + {second.source_file}",
+        licence=first.licence if same else f"{first.licence}; {second.licence}",
+        attribution=first.attribution if first.attribution == second.attribution else f"{first.attribution}; {second.attribution}",
+    )
+    info = {"transition": [first.skill, second.skill], "before_s": config.before_s, "ramp_s": config.ramp_s,
+            "loop": False, "scale": 1.0}
+    retarget = RetargetConfig(fps=first.fps, align_start=False)
+    return solve_clip(targets_from_poses(model, qpos), skill, model=model, config=retarget, source=source,
+                      info=info, progress=progress)

@@ -1,0 +1,83 @@
+"""The walk-to-run clip made from the library's walk and run cycles (metaworld_x.motion.transition)."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from metaworld_x.errors import UserError
+from metaworld_x.motion.clip import read_clip
+from metaworld_x.motion.quality import GOALS
+from metaworld_x.motion.transition import GaitCycle, TransitionConfig, gait_transition
+from metaworld_x.paths import MOTIONS_DIR
+from metaworld_x.robot import robot_spec
+
+FPS = 50
+
+
+@pytest.fixture(scope="module")
+def cycles():
+    return read_clip(MOTIONS_DIR / "walk.npz"), read_clip(MOTIONS_DIR / "run.npz")
+
+
+@pytest.fixture(scope="module")
+def short_transition(cycles):
+    walk, run = cycles
+    config = TransitionConfig(before_s=1.3, ramp_s=1.5, total_s=5.0)
+    return gait_transition(walk, run, "run", model=robot_spec("h1").compile(), config=config), config
+
+
+def _speed(clip, start_s: float, stop_s: float) -> float:
+    """Mean forward speed (m/s) of the root between two times."""
+    start, stop = int(start_s * FPS), int(stop_s * FPS)
+    return float((clip.root_pos[stop, 0] - clip.root_pos[start, 0]) / (stop_s - start_s))
+
+
+def test_a_cycle_starts_at_left_touchdown_and_closes_on_itself(cycles):
+    walk, run = cycles
+    for clip in (walk, run):
+        cycle = GaitCycle.of(clip)
+        assert cycle.period == pytest.approx((clip.num_frames - 1) / clip.fps)
+        joints, offset, rotation = cycle.at(np.array([0.0, 1.0 - 1e-9]))
+        # One cycle on, the pose is the same: the gait is periodic in its phase.
+        np.testing.assert_allclose(joints[0], joints[1], atol=1e-6)
+        np.testing.assert_allclose(offset[0], offset[1], atol=1e-6)
+        assert (rotation[0].inv() * rotation[1]).magnitude() < 1e-6
+    assert GaitCycle.of(walk).stride == pytest.approx(1.17, abs=0.02)
+    assert GaitCycle.of(run).stride == pytest.approx(2.66, abs=0.02)
+
+
+def test_the_transition_walks_at_walk_speed_then_runs_at_run_speed(short_transition, cycles):
+    clip, config = short_transition
+    walk, run = (GaitCycle.of(c) for c in cycles)
+    assert clip.num_frames == int(config.total_s * FPS) + 1
+    assert _speed(clip, 0.0, walk.period) == pytest.approx(walk.stride / walk.period, rel=0.1)
+    end = config.before_s + config.ramp_s
+    assert _speed(clip, end, end + 3 * run.period) == pytest.approx(run.stride / run.period, rel=0.1)
+    # Flight phases (both feet off the floor) only once running.
+    both_up = ~clip.contacts.any(axis=1)
+    assert not both_up[: int(config.before_s * FPS)].any()
+    assert both_up[int(end * FPS):].mean() > 0.2
+
+
+def test_the_transition_meets_the_library_quality_goals(short_transition):
+    clip, _ = short_transition
+    for figure, goal in GOALS.items():
+        assert clip.quality[figure] <= goal, figure
+    assert clip.info["transition"] == ["walk", "run"] and clip.info["loop"] is False
+
+
+def test_the_shipped_run_start_is_the_transition_of_the_shipped_cycles():
+    shipped = read_clip(MOTIONS_DIR / "run_start.npz")
+    assert shipped.info["transition"] == ["walk", "run"]
+    assert shipped.num_frames == int(TransitionConfig().total_s * FPS) + 1
+    assert shipped.source_file == "humanoid3d_walk.txt + humanoid3d_run.txt"
+
+
+def test_a_one_shot_clip_is_refused(cycles):
+    walk, _ = cycles
+    one_shot = replace(walk, info={**walk.info, "loop": False})
+    with pytest.raises(UserError, match="not a looping cycle"):
+        GaitCycle.of(one_shot)
+    with pytest.raises(UserError, match="ramp_s > 0"):
+        TransitionConfig(ramp_s=0.0)
