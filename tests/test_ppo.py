@@ -198,6 +198,53 @@ def test_init_from_starts_with_another_runs_training_state_and_fresh_environment
                    init_from=tmp_path / "source", progress=False, tensorboard=False)(jax.random.PRNGKey(0))
 
 
+def test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics(tmp_path):
+    """A fine-tune whose run folder is gone starts from experts/<skill>: the policy as shipped, fresh critics."""
+    from metaworld_x.policy import from_training, save_policy
+
+    env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
+    source = make_train(SMALL, env, progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    shipped = from_training(source.state.params.policy, source.state.normalizer)
+    save_policy(shipped, tmp_path / "expert", {"skill": "point_mass"})
+    # With a zero learning rate the one iteration leaves the networks as they started.
+    frozen = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration, learning_rate=0.0)
+    tuned = make_train(frozen, env, init_from=tmp_path / "expert", progress=False, tensorboard=False)(jax.random.PRNGKey(5))
+    for a, b in zip(jax.tree_util.tree_leaves(source.state.params.policy), jax.tree_util.tree_leaves(tuned.state.params.policy)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # The input statistics moved on from the shipped ones with the warm-up and one unroll of new data.
+    assert not np.allclose(np.asarray(tuned.state.normalizer.mean["state"]), 0.0)
+    # Critics and the step count start fresh.
+    assert int(tuned.state.env_steps) == SMALL.steps_per_iteration
+    trained_critic = jax.tree_util.tree_leaves(source.state.params.reward_value)
+    assert not all(np.array_equal(a, b) for a, b in zip(trained_critic, jax.tree_util.tree_leaves(tuned.state.params.reward_value)))
+    with pytest.raises(UserError, match="layers"):
+        make_train(dataclasses.replace(SMALL, policy_hidden=(8,)), env, init_from=tmp_path / "expert", progress=False,
+                   tensorboard=False)(jax.random.PRNGKey(0))
+
+
+def test_shipped_statistics_replace_one_key_and_update_on_as_if_seen():
+    from brax.training.acme import running_statistics, specs
+
+    from metaworld_x.policy import PolicyParams
+    from metaworld_x.training.warm_start import with_policy_statistics
+
+    sizes = {"state": (3,), "privileged_state": (2,)}
+    state = running_statistics.init_state({k: specs.Array(v, jnp.float32) for k, v in sizes.items()})
+    rng = np.random.default_rng(0)
+    state = running_statistics.update(state, {k: jnp.asarray(rng.normal(size=(100, *v)), jnp.float32) for k, v in sizes.items()})
+    policy = PolicyParams(obs_mean=jnp.array([1.0, -2.0, 3.0]), obs_std=jnp.array([0.5, 2.0, 1.0]), weights=(), biases=())
+    warm = with_policy_statistics(state, policy)
+    np.testing.assert_array_equal(warm.mean["state"], policy.obs_mean)
+    np.testing.assert_array_equal(warm.std["state"], policy.obs_std)
+    np.testing.assert_array_equal(warm.mean["privileged_state"], state.mean["privileged_state"])
+    # 100 more samples at the mean: the mean stays, the variance halves (seen 100, now 200), as if the shipped
+    # statistics had come from the 100 samples counted.
+    at_mean = {"state": jnp.tile(policy.obs_mean, (100, 1)), "privileged_state": jnp.tile(state.mean["privileged_state"], (100, 1))}
+    after = running_statistics.update(warm, at_mean)
+    np.testing.assert_allclose(after.mean["state"], policy.obs_mean, rtol=1e-6)
+    np.testing.assert_allclose(after.std["state"], policy.obs_std / np.sqrt(2.0), rtol=1e-5)
+
+
 def test_corrupted_or_wrong_version_checkpoint_is_refused(tmp_path):
     env = lambda n: PointMassEnv(n, "mjx")  # noqa: E731
     make_train(SMALL, env, run_dir=tmp_path, progress=False, tensorboard=False)(jax.random.PRNGKey(0))

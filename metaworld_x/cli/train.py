@@ -31,7 +31,8 @@ class TrainExpert:
     """Continue from the newest checkpoint in run_dir."""
     init_from: Path | None = None
     """Start from this run directory's newest checkpoint (or this checkpoint): its networks, optimiser, normaliser,
-    multiplier and step count, with fresh environments. For fine-tuning under changed task settings (home starts)."""
+    multiplier and step count, with fresh environments. For fine-tuning under changed task settings (home starts).
+    Or a shipped expert's folder (experts/SKILL): its policy only, with fresh critics, when the run folder is gone."""
     seed: int | None = None
     """Override the spec's seed."""
     max_minutes: float | None = None

@@ -16,7 +16,7 @@ import numpy as np
 from brax.training.acme import running_statistics, specs
 
 from metaworld_x.errors import UserError
-from metaworld_x.training import checkpoint
+from metaworld_x.training import checkpoint, warm_start
 from metaworld_x.training.collect import EpisodeTracker, make_loop_collector, make_scan_collector
 from metaworld_x.training.config import PPOConfig
 from metaworld_x.training.devices import make_mesh, replicated, shard_envs
@@ -61,7 +61,8 @@ def make_train(
       resume: continue from the newest checkpoint in run_dir.
       init_from: a checkpoint (or a run directory: its newest) whose training state (networks, optimiser,
         normaliser, multiplier, step count) this run starts from, with fresh environments: a fine-tune whose
-        task settings may differ. A checkpoint in run_dir with `resume` takes precedence, so a killed
+        task settings may differ. Or a shipped expert's folder (experts/<skill>): its policy and input
+        statistics, with fresh critics, optimiser and multiplier (`warm_start`). A checkpoint in run_dir with `resume` takes precedence, so a killed
         fine-tune resumes where it stopped.
       stop_at: a `time.perf_counter()` deadline: the first iteration that ends after it is the last, with a
         checkpoint, so a run given minutes stops cleanly and `resume` continues it.
@@ -100,6 +101,17 @@ def make_train(
             iteration=jnp.zeros((), jnp.int32),
         )
 
+    def warm_up_statistics(state, env_state, tracker, key):
+        """Observation statistics from one unroll of the policy before any update: reset states alone (all
+        upright, nearly still) would give features such as the root height a tiny spread, and the first
+        update would see them blown up. These steps are not counted as training."""
+        state = jax.device_put(state, replicated(mesh))
+        env_state, tracker = place_simulations(env_state, tracker)
+        warmup_key = jax.device_put(jax.random.fold_in(key, 3), replicated(mesh))  # placed as state.key is
+        env_state, tracker, warmup, _ = collect(state.params, state.normalizer, env_state, tracker, warmup_key)
+        state = state.replace(normalizer=running_statistics.update(state.normalizer, warmup.obs))
+        return state, env_state, EpisodeTracker.create(config.num_envs)
+
     def train(key: jax.Array) -> TrainResult:
         key, env_key = jax.random.split(key)
         state = initial_state(key)
@@ -112,22 +124,21 @@ def make_train(
             _check_same_config(meta, config, path)
             state, env_state, tracker = restored["training"], restore_env(restored["env"]), restored["tracker"]
             resumed_from = int(meta["step"])
+        elif init_from is not None and warm_start.is_shipped_policy(init_from):
+            if not config.normalize_observations:
+                raise UserError("starting from a shipped policy needs normalize_observations: it ships its statistics")
+            policy = warm_start.load_shipped(init_from, env.observation_sizes["state"][0], env.action_size)
+            params = state.params.replace(policy=warm_start.policy_network_params(policy, state.params.policy))
+            state, env_state, tracker = warm_up_statistics(state.replace(params=params), env_state, tracker, key)
+            state = state.replace(normalizer=warm_start.with_policy_statistics(state.normalizer, policy))
+            print(f"starting from the shipped policy in {init_from}, with fresh critics and optimiser")
         elif init_from is not None:
             source = checkpoint.latest(Path(init_from) / "checkpoints") or checkpoint.latest(Path(init_from))
             source = source or Path(init_from)
             state, _ = checkpoint.restore_part(source, "training", state)
             print(f"starting from {source} ({int(state.env_steps)} steps) with fresh environments")
         elif config.normalize_observations:
-            # Observation statistics from one unroll of the untrained policy before
-            # any update: reset states alone (all upright, nearly still) would give
-            # features such as the root height a tiny spread, and the first update
-            # would see them blown up. These steps are not counted as training.
-            state = jax.device_put(state, replicated(mesh))
-            env_state, tracker = place_simulations(env_state, tracker)
-            warmup_key = jax.device_put(jax.random.fold_in(key, 3), replicated(mesh))  # placed as state.key is
-            env_state, tracker, warmup, _ = collect(state.params, state.normalizer, env_state, tracker, warmup_key)
-            state = state.replace(normalizer=running_statistics.update(state.normalizer, warmup.obs))
-            tracker = EpisodeTracker.create(config.num_envs)
+            state, env_state, tracker = warm_up_statistics(state, env_state, tracker, key)
         log = RunLog(run_dir, resume_step=resumed_from, tensorboard=tensorboard) if run_dir else None
         meta = {"config": _config_record(config), **(extra_meta or {})}
         state = jax.device_put(state, replicated(mesh))

@@ -1,0 +1,68 @@
+"""Starting a training run from a shipped policy (experts/<skill>/), not from a checkpoint.
+
+Run folders are scratch: a fine-tune of an expert whose run folder is gone
+(a new machine, a fresh checkout) can only start from what experts/ ships,
+the policy network and the observation statistics it was trained with. The
+critics, the optimiser and the multiplier start fresh; the critics' inputs get
+statistics from the usual warm-up unroll, now of the shipped policy.
+"""
+
+from pathlib import Path
+
+import jax.numpy as jnp
+from brax.training.acme import running_statistics
+
+from metaworld_x.errors import UserError
+from metaworld_x.policy import POLICY_FILE, SPEC_FILE, PolicyParams, load_policy
+
+
+def is_shipped_policy(path: Path) -> bool:
+    """Whether `path` is a folder that `save_policy` wrote (and not a run folder or checkpoint)."""
+    path = Path(path)
+    return path.is_dir() and (path / SPEC_FILE).is_file() and (path / POLICY_FILE).is_file()
+
+
+def load_shipped(path: Path, observation_size: int, action_size: int) -> PolicyParams:
+    """The policy in `path`, refused unless it fits the environment it is to keep training in."""
+    policy, spec = load_policy(path)
+    if spec["observation_size"] != observation_size or spec["action_size"] != action_size:
+        raise UserError(
+            f"the policy in {path} sees {spec['observation_size']} observations and makes {spec['action_size']} "
+            f"actions, but this task has {observation_size} and {action_size}; start from a policy trained on the "
+            "same observation layout (the same tracking settings), or train from scratch"
+        )
+    return policy
+
+
+def policy_network_params(policy: PolicyParams, template: dict) -> dict:
+    """Brax MLP parameters (as `template`, the freshly initialised policy) holding `policy`'s layers."""
+    layers = template["params"]
+    names = sorted(layers, key=lambda name: int(name.rsplit("_", 1)[1]))
+    shapes = [(layers[name]["kernel"].shape, layers[name]["bias"].shape) for name in names]
+    given = [(w.shape, b.shape) for w, b in zip(policy.weights, policy.biases)]
+    if shapes != given:
+        raise UserError(f"the shipped policy's layers {given} differ from this run's {shapes}; match policy_hidden to it")
+    return {"params": {
+        name: {"kernel": jnp.asarray(w, layers[name]["kernel"].dtype), "bias": jnp.asarray(b, layers[name]["bias"].dtype)}
+        for name, w, b in zip(names, policy.weights, policy.biases)
+    }}
+
+
+def _as_float(count) -> jnp.ndarray:
+    """A running-statistics count as float32 (brax keeps it as a two-word UInt64 without x64)."""
+    if hasattr(count, "hi"):
+        return jnp.float32(count.hi) * jnp.float32(2.0**32) + jnp.float32(count.lo)
+    return jnp.asarray(count, jnp.float32)
+
+
+def with_policy_statistics(
+    normalizer: running_statistics.RunningStatisticsState, policy: PolicyParams, obs_key: str = "state"
+) -> running_statistics.RunningStatisticsState:
+    """`normalizer` with the policy's own input statistics under `obs_key`, so it sees its inputs as it was
+    trained to; later updates move them on from there, weighted by the count already seen."""
+    mean, std = dict(normalizer.mean), dict(normalizer.std)
+    variance = dict(normalizer.summed_variance)
+    mean[obs_key] = jnp.asarray(policy.obs_mean, mean[obs_key].dtype)
+    std[obs_key] = jnp.asarray(policy.obs_std, std[obs_key].dtype)
+    variance[obs_key] = jnp.square(std[obs_key]) * _as_float(normalizer.count)
+    return normalizer.replace(mean=mean, std=std, summed_variance=variance)
