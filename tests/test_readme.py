@@ -44,6 +44,8 @@ HOW_TESTED = (
     ("metaworld-x motion list --report", "run by tests/test_retarget.py::test_cli_list_report_shows_every_clip"),
     ("metaworld-x motion retarget FILE.bvh", "parsed here; FILE.bvh stands for the user's file; retargeting: tests/test_retarget.py"),
     ("metaworld-x motion show walk", "parsed here; rendering a clip: tests/test_retarget.py (motion show --video on a short clip)"),
+    ("metaworld-x train expert run --init-from experts/run", "parsed here; minutes of training; starting from a shipped "
+     "policy: tests/test_ppo.py::test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics"),
     ("metaworld-x train expert walk", "parsed here; 29 minutes of training"),
     ("metaworld-x eval expert walk", "parsed here; evaluating each shipped expert: "
      "tests/test_expert_training.py::test_every_shipped_expert_meets_its_recorded_metrics"),
