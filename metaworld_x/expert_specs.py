@@ -64,6 +64,10 @@ class ExpertSpec:
             missed.append(f"tracking error {metrics['tracking_error_m'] * 100:.1f} cm > {TRACKING_ERROR_GOAL * 100:.0f} cm")
         if self.return_goal is not None and metrics["task_return_per_1000_steps"] <= self.return_goal:
             missed.append(f"task return {metrics['task_return_per_1000_steps']:.0f} per 1000 steps <= {self.return_goal:.0f}")
+        # A prop task started late on its clip is partly done already; its whole task must succeed as well.
+        start = metrics.get("from_start")
+        if start is not None and start["success"] < self.success_goal * start["episodes"] / 10:
+            missed.append(f"success from the clip's first frame {start['success']}/{start['episodes']} < {self.success_goal}/10")
         return missed
 
     def record(self) -> dict[str, Any]:

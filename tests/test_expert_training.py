@@ -73,6 +73,8 @@ def test_every_shipped_expert_meets_its_recorded_metrics(skill):
     assert fresh["task_return"] == pytest.approx(recorded["task_return"], rel=1e-2)
     if recorded.get("from_home") is not None:  # recorded since home starts exist
         assert fresh["from_home"]["success"] == recorded["from_home"]["success"]
+    if recorded.get("from_start") is not None:  # recorded since session 10 for experts that cannot start from home
+        assert fresh["from_start"]["success"] == recorded["from_start"]["success"]
     assert np.isfinite(fresh["tracking_error_m"]) and np.isfinite(fresh["task_return"])
     missed = EXPERTS[skill].shortfalls(fresh)
     if skill in BELOW_GOAL:  # test_below_goal_list_names_only_experts_that_miss keeps this list honest
@@ -102,3 +104,12 @@ def test_no_objective_reward_term_outweighs_the_imitation_reward(skill):
     scales = asdict(expert_task(EXPERTS[skill]).objective.config.rewards)
     too_big = {name: scale for name, scale in scales.items() if abs(scale) > 1.0}
     assert not too_big, f"{skill}: objective reward scales {too_big} outweigh the imitation reward; override them in its spec"
+
+
+def test_a_prop_expert_that_fails_its_whole_task_from_the_first_frame_misses_its_goal():
+    """Late starts of a prop task begin partly done (past the door), so success there alone is not enough."""
+    spec = EXPERTS["door"]
+    on_clip = {"success": 10, "episodes": 10, "tracking_error_m": 0.03, "task_return_per_1000_steps": 850.0}
+    assert spec.shortfalls({**on_clip, "from_start": {"success": 9, "episodes": 10}}) == []
+    missed = spec.shortfalls({**on_clip, "from_start": {"success": 5, "episodes": 10}})
+    assert missed == ["success from the clip's first frame 5/10 < 9/10"]

@@ -35,6 +35,10 @@ class EvalExpert:
         if home is not None:
             print(f"from the home pose: success {home['success']}/{home['episodes']}, falls {home['falls']},"
                   f" {home['task_return_per_1000_steps']:.1f} per 1000 steps (how a router starts the expert)")
+        start = metrics.get("from_start")
+        if start is not None:
+            print(f"from the clip's first frame: success {start['success']}/{start['episodes']}, falls {start['falls']},"
+                  f" {start['task_return_per_1000_steps']:.1f} per 1000 steps (the whole task)")
         missed = expert_spec(self.skill).shortfalls(metrics)
         print("goals: met" if not missed else f"goals: missed ({'; '.join(missed)})")
         if self.json_out is not None:

@@ -179,10 +179,7 @@ def keyframe_targets(clip: KeyframeClip, model: mujoco.MjModel, fps: float) -> S
             f"{side}_hip": hip, f"{side}_knee": 0.5 * (hip + ankle), f"{side}_ankle": ankle, f"{side}_toe": sole,
             f"{side}_shoulder": shoulder, f"{side}_elbow": 0.5 * (shoulder + hand), f"{side}_wrist": hand,
         })
-    human = {name: positions.get(name, 0.5 * (positions["left_shoulder"] + positions["right_shoulder"]))
-             for name in CANONICAL_KEYPOINTS}
-    return ScaledTargets(positions={k: positions[k] for k in KEYPOINT_NAMES}, pelvis_rot=pelvis_rot,
-                         torso_rot=torso_rot, foot_rot=foot_rot, human=human, scale=1.0)
+    return ScaledTargets.of_robot(positions, pelvis_rot, torso_rot, foot_rot)
 
 
 def compose(clip: KeyframeClip, *, model: mujoco.MjModel | None = None, config: RetargetConfig | None = None,

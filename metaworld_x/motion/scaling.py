@@ -18,6 +18,7 @@ import mujoco
 import numpy as np
 
 from metaworld_x.errors import UserError
+from metaworld_x.motion.keypoints import CANONICAL_KEYPOINTS
 
 SIDES = ("left", "right")
 # Human keypoint -> the robot frame (kind, name) that stands for it. `toe`
@@ -118,6 +119,19 @@ class ScaledTargets:
     foot_rot: dict[str, np.ndarray]
     human: dict[str, np.ndarray]
     scale: float
+
+    @classmethod
+    def of_robot(cls, positions: dict[str, np.ndarray], pelvis_rot: np.ndarray, torso_rot: np.ndarray,
+                 foot_rot: dict[str, np.ndarray]) -> ScaledTargets:
+        """Targets made in the robot's own frames (keyframed or blended clips), with no human behind them.
+
+        The robot's keypoints stand in for the human skeleton that `motion show` draws; canonical
+        keypoints the robot lacks sit at the shoulders' midpoint.
+        """
+        shoulders = 0.5 * (positions["left_shoulder"] + positions["right_shoulder"])
+        human = {name: positions.get(name, shoulders) for name in CANONICAL_KEYPOINTS}
+        return cls(positions={key: positions[key] for key in KEYPOINT_NAMES}, pelvis_rot=pelvis_rot,
+                   torso_rot=torso_rot, foot_rot=foot_rot, human=human, scale=1.0)
 
     @cached_property
     def num_frames(self) -> int:

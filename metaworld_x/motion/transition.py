@@ -31,7 +31,6 @@ from scipy.spatial.transform import Rotation
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
 from metaworld_x.motion.keyframes import minimum_jerk
-from metaworld_x.motion.keypoints import CANONICAL_KEYPOINTS
 from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, solve_clip
 from metaworld_x.motion.scaling import KEYPOINT_NAMES, ROBOT_FRAMES, SIDES, ScaledTargets, frame_position
 from metaworld_x.robot.constants import JOINT_NAMES
@@ -162,12 +161,8 @@ def targets_from_poses(model: mujoco.MjModel, qpos: np.ndarray) -> ScaledTargets
         torso_rot.append(data.body("torso_link").xmat.reshape(3, 3).copy())
         for side in SIDES:
             foot_rot[side].append(data.body(f"{side}_ankle_link").xmat.reshape(3, 3).copy())
-    positions = {key: np.array(value) for key, value in positions.items()}
-    # No human to show: the robot's own keypoints stand in for the human skeleton, as for keyframed clips.
-    shoulders = 0.5 * (positions["left_shoulder"] + positions["right_shoulder"])
-    human = {name: positions.get(name, shoulders) for name in CANONICAL_KEYPOINTS}
-    return ScaledTargets(positions=positions, pelvis_rot=np.array(pelvis_rot), torso_rot=np.array(torso_rot),
-                         foot_rot={side: np.array(r) for side, r in foot_rot.items()}, human=human, scale=1.0)
+    return ScaledTargets.of_robot({key: np.array(value) for key, value in positions.items()}, np.array(pelvis_rot),
+                                  np.array(torso_rot), {side: np.array(r) for side, r in foot_rot.items()})
 
 
 def gait_transition(first: Clip, second: Clip, skill: str, *, model: mujoco.MjModel,

@@ -62,8 +62,8 @@ def make_train(
       init_from: a checkpoint (or a run directory: its newest) whose training state (networks, optimiser,
         normaliser, multiplier, step count) this run starts from, with fresh environments: a fine-tune whose
         task settings may differ. Or a shipped expert's folder (experts/<skill>): its policy and input
-        statistics, with fresh critics, optimiser and multiplier (`warm_start`). A checkpoint in run_dir with `resume` takes precedence, so a killed
-        fine-tune resumes where it stopped.
+        statistics, with fresh critics, optimiser and multiplier (`warm_start`). A checkpoint in run_dir
+        with `resume` takes precedence, so a killed fine-tune resumes where it stopped.
       stop_at: a `time.perf_counter()` deadline: the first iteration that ends after it is the last, with a
         checkpoint, so a run given minutes stops cleanly and `resume` continues it.
     """
