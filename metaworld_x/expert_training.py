@@ -123,7 +123,7 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
     same from the scene's home pose under "from_home", or, where the expert's task cannot start there (its props
     come from the clip), from the clip's first frame under "from_start".
 
-    Most episodes on the clip start at a random time, and a late start in a prop task begins with most of the
+    Most episodes on the clip start at a random time, and a late start in a prop task begins with part of the
     task done (past the door, the box near the marker): "from_start" is the whole task, as a router meets it.
     """
     directory = Path(directory)
