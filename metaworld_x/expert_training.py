@@ -130,26 +130,23 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
     params, policy_spec = load_expert(directory)
     spec = spec or expert_spec(policy_spec["skill"])
     task = expert_task(spec)
-    metrics = _evaluate(params, spec, task, seed, episodes)
+    metrics = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0)
     if task.config.home_starts_possible:
         metrics["from_home"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=1.0)
     else:
         metrics["from_home"] = None
-        metrics["from_start"] = _evaluate(params, spec, task, seed, episodes, phase_zero_fraction=1.0)
+        metrics["from_start"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0,
+                                          phase_zero_fraction=1.0)
     return metrics
 
 
-def _evaluate(params, spec: ExpertSpec, task, seed: int, episodes: int, home_start_fraction: float = 0.0,
-              phase_zero_fraction: float | None = None) -> dict:
-    """One evaluation of `task`: every episode starts on the clip (home_start_fraction 0) or from the home pose (1);
-    on the clip at its first frame with `phase_zero_fraction` 1, else as the task's config has it."""
+def _evaluate(params, spec: ExpertSpec, task, seed: int, episodes: int, **starts: float) -> dict:
+    """One evaluation of `task` with its episode starts overridden (`TrackingConfig` fields): home_start_fraction 0
+    (on the clip) or 1 (from the home pose); phase_zero_fraction 1 puts every clip start at the first frame."""
     from dataclasses import replace
 
     from metaworld_x.policy import act
 
-    starts = {"home_start_fraction": home_start_fraction}
-    if phase_zero_fraction is not None:
-        starts["phase_zero_fraction"] = phase_zero_fraction
     task = replace(task, config=replace(task.config, **starts))
     env = make_env(task, episodes, "cpu")
     reasons = env.reason_names

@@ -31,14 +31,11 @@ class EvalExpert:
         print(f"tracking error: {metrics['tracking_error_m'] * 100:.1f} cm (mean keypoint, relative to the root)")
         print(f"task return: {metrics['task_return']:.1f} ({metrics['task_return_per_1000_steps']:.1f} per 1000 steps)")
         print(f"falls: {metrics['falls']}")
-        home = metrics.get("from_home")
-        if home is not None:
-            print(f"from the home pose: success {home['success']}/{home['episodes']}, falls {home['falls']},"
-                  f" {home['task_return_per_1000_steps']:.1f} per 1000 steps (how a router starts the expert)")
-        start = metrics.get("from_start")
-        if start is not None:
-            print(f"from the clip's first frame: success {start['success']}/{start['episodes']}, falls {start['falls']},"
-                  f" {start['task_return_per_1000_steps']:.1f} per 1000 steps (the whole task)")
+        for key, where, why in (("from_home", "the home pose", "how a router starts the expert"),
+                                ("from_start", "the clip's first frame", "the whole task")):
+            if (other := metrics.get(key)) is not None:
+                print(f"from {where}: success {other['success']}/{other['episodes']}, falls {other['falls']},"
+                      f" {other['task_return_per_1000_steps']:.1f} per 1000 steps ({why})")
         missed = expert_spec(self.skill).shortfalls(metrics)
         print("goals: met" if not missed else f"goals: missed ({'; '.join(missed)})")
         if self.json_out is not None:
