@@ -122,3 +122,43 @@ def test_an_expert_in_a_scene_of_its_own_task_reads_the_scenes_task_variables():
         expert_view = np.asarray(state.obs["expert/reach_one_hand"])[:, -size:]
         scene_view = np.asarray(state.obs["state"])[:, -size:]  # the router's observation ends with the task's features
         assert np.allclose(expert_view, scene_view, atol=1e-5) == agrees, source
+
+
+def test_a_prop_expert_sees_its_clip_in_place_only_in_a_scene_laid_out_as_its_own():
+    """The door clip opens the door where the door stands; re-anchored, the reference drifts with every step the
+    robot falls behind (the door router fell after passing through). Elsewhere, clips are re-anchored."""
+    from metaworld_x.envs.reference import closest_frame_time
+    from metaworld_x.envs.tasks import make_task
+    from metaworld_x.robot import JOINT_NAMES
+    from metaworld_x.routing.skill_observation import clip_in_place
+
+    def in_place(expert, task):
+        model = make_task(task).build_model()
+        tracking = expert_task(expert_spec(expert))
+        start = closest_frame_time(tracking.reference, model.key_qpos[0][7 : 7 + len(JOINT_NAMES)])
+        return clip_in_place(model, tracking, start)
+
+    assert in_place("door", "door") and in_place("push", "push")
+    assert not in_place("door", "push") and not in_place("push", "door")
+    assert not in_place("carry", "fetch")  # the fetch table stands elsewhere than where the carry clip sets the box down
+    assert not in_place("walk", "walk")  # its clip moves no props: nothing to be in place with
+
+
+def test_in_place_the_expert_observation_equals_its_tracking_observation_after_the_robot_strays():
+    """In its own scene the door expert sees what it saw in training, also once the robot is off its reference."""
+    tracking = expert_task(expert_spec("door"))
+    env = make_env(tracking, 3, "cpu", nthread=1)
+    state = env.reset(jax.random.PRNGKey(5))
+    rng = np.random.default_rng(0)
+    for _ in range(15):  # random actions: the robot leaves the clip's path
+        state = env.step(state, jnp.asarray(rng.uniform(-1, 1, (3, env.action_size)), jnp.float32))
+    theirs = np.asarray(state.obs["state"])
+
+    def ours(in_place):
+        skill_obs = SkillObservation("door", tracking, "shared", in_place=in_place)
+        scene = ExpertScene(objective=tracking.objective, skills=(skill_obs,))
+        composite = lambda view, info: scene.observe(view, {**info, "skill_time": info["ref_time"][None], "skill_info": {"door": {}}})["expert/door"]
+        return np.asarray(jax.vmap(composite)(state.data.view, state.info))
+
+    np.testing.assert_allclose(ours(True), theirs, atol=1e-5)
+    assert not np.allclose(ours(False), theirs, atol=1e-3)

@@ -24,6 +24,7 @@ from metaworld_x.robot import JOINT_NAMES
 from metaworld_x.routing.skill_observation import (
     SkillObservation,
     check_layout,
+    clip_in_place,
     objects_present,
     tracking_obs_layout,
 )
@@ -218,9 +219,12 @@ def build_expert_scene(
             else:
                 source, frozen = "frozen", _training_start_features(tracking, size)
         start = closest_frame_time(tracking.reference, home) if start_at_closest_pose else 0.0
-        skills.append(SkillObservation(name, tracking, source, frozen, start_time=start))
+        in_place = clip_in_place(model, tracking, start)
+        skills.append(SkillObservation(name, tracking, source, frozen, start_time=start, in_place=in_place))
+        reference = ("in place: the scene lays out the clip's props as the expert's own" if in_place
+                     else "re-anchored to the robot's root and heading")
         record[name] = {"obs_layout": layout, "objective_source": source, "clip": spec.clips[0], "start_time": start,
-                        "reference": "re-anchored to the robot's root and heading; own clock from start_time"}
+                        "reference": f"{reference}; own clock from start_time"}
     # Experts whose actions map to servo targets at different scales are mixed in target space: the scene
     # takes the largest scale, and each expert's action is scaled down to it (|gain · action| <= 1).
     scale = max(scales.values())

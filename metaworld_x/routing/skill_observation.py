@@ -12,6 +12,13 @@ is being tracked, so each expert gets
   expressed relative to the clip's frame at t (horizontal root position and
   yaw) and placed at the robot's current horizontal root position and yaw.
   Heights are left as the clip has them, exactly as in training.
+  The exception is an expert whose clip moves props (push's box, the door)
+  in a scene that lays them out as its own training scene does, with the
+  robot starting where the clip starts (`clip_in_place`): there the clip is
+  where the props are, so it sees the clip in place, as it did in training.
+  Re-anchored, the door expert's reference drifts with every step it falls
+  behind, and it walks on past the doorway's timing (9/10 and a fall after
+  passing through, against 10/10 in place).
 
 Right after a tracking reset the robot stands exactly on its reference, so
 the re-anchoring is the identity there and the features equal the tracking
@@ -46,8 +53,11 @@ def tracking_obs_layout(tracking, proprioception_size: int, objective_size: int)
     return layout
 
 
-def reference_features(tracking, view, clip_time, clip: int = 0):
-    """[2 + n_future·(26 + 3K)] phase and future frames as Tracking.reference_features, re-anchored to the robot."""
+def reference_features(tracking, view, clip_time, clip: int = 0, in_place: bool = False):
+    """[2 + n_future·(26 + 3K)] phase and future frames as Tracking.reference_features, re-anchored to the robot
+    (or, `in_place`, where the clip has them)."""
+    if in_place:
+        return tracking.reference_features(view, clip, clip_time)
     now = frame_at(tracking.reference, clip, clip_time)
 
     def place(target):
@@ -73,6 +83,8 @@ class SkillObservation:
     """Which of the expert's clips drives its reference (multi-clip experts: the first)."""
     start_time: float = 0.0
     """The clock at the start of an episode: the clip time whose pose is closest to the scene's starting pose."""
+    in_place: bool = False
+    """Whether the expert sees its clip where the clip has it, not re-anchored to the robot (`clip_in_place`)."""
     action_gain: float = 1.0
     """The expert's action in the scene's action units: its own action scale over the scene's (the largest of
     the experts'). Servo target = home + action · scale, so gain · action is the same target under the scene's
@@ -88,7 +100,7 @@ class SkillObservation:
 
     def features(self, view, info, clip_time, objective_info):
         """[n] everything after proprioception in the expert's observation."""
-        parts = [reference_features(self.tracking, view, clip_time, self.clip)]
+        parts = [reference_features(self.tracking, view, clip_time, self.clip, self.in_place)]
         if self.objective_source == "scene":
             parts.append(self.objective.features(view, {**info, **objective_info}))
         elif self.objective_source == "shared":
@@ -105,6 +117,31 @@ def objects_present(model, task) -> bool:
     kinds = ((mujoco.mjtObj.mjOBJ_BODY, task.bodies), (mujoco.mjtObj.mjOBJ_SITE, task.sites),
              (mujoco.mjtObj.mjOBJ_JOINT, task.joints))
     return all(mujoco.mj_name2id(model, kind, name) >= 0 for kind, names in kinds for name in names)
+
+
+def clip_in_place(model, tracking, start_time: float, tolerance: float = 0.02) -> bool:
+    """Whether `tracking`'s clip belongs in place in compiled scene `model`: the clip moves props, every prop
+    of the expert's own training scene stands at the same place in `model`, and the robot's starting root
+    (model.key_qpos[0]) is within `tolerance` (m, horizontally) of the clip's root at `start_time`."""
+    import mujoco
+    import numpy as np
+
+    if tracking.config.home_starts_possible:  # the clip moves no props: nothing to be in place with
+        return False
+    own = tracking.build_model()
+    if np.linalg.norm(model.key_qpos[0][:2] - np.asarray(frame_at(tracking.reference, 0, start_time).root_pos)[:2]) > tolerance:
+        return False
+    own_data, scene_data = mujoco.MjData(own), mujoco.MjData(model)
+    mujoco.mj_kinematics(own, own_data)
+    mujoco.mj_kinematics(model, scene_data)
+    robot = own.body_rootid[mujoco.mj_name2id(own, mujoco.mjtObj.mjOBJ_BODY, "pelvis")]
+    for body in range(1, own.nbody):
+        if own.body_rootid[body] == robot:
+            continue
+        there = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, own.body(body).name)
+        if there < 0 or np.linalg.norm(own_data.xpos[body] - scene_data.xpos[there]) > tolerance:
+            return False
+    return True
 
 
 def check_layout(name: str, layout, observation_size: int) -> list[list]:
