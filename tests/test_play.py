@@ -223,6 +223,16 @@ def test_prompt_thread_delivers_typed_instructions_in_order():
     assert seen == ["sit down", "walk to the door"] and prompt.poll() is None
 
 
+def test_an_unreadable_stdin_stops_the_prompt_quietly():
+    from metaworld_x.play.prompt import InstructionPrompt
+
+    closed = io.StringIO("sit down\n")
+    closed.close()  # readline raises ValueError, as a captured stdin raises OSError
+    prompt = InstructionPrompt(stream=closed).start()
+    prompt._thread.join(timeout=5)
+    assert not prompt._thread.is_alive() and prompt.poll() is None
+
+
 def test_weights_panel_names_the_dominant_expert_and_highlights_its_bar():
     from metaworld_x.play.overlay import dominant, stamp, weights_panel
 
