@@ -166,7 +166,7 @@ def solve_clip(
     # CPU time of this process: on a shared machine wall time measures the neighbours.
     clock = time.process_time() if clock is None else clock
     robot = RobotProportions.of(model)
-    kinematics = _Kinematics(model)
+    kinematics = PoseKinematics(model)
     solver = PoseSolver(model, config.ik, config.fps)
 
     first = _solve_pass(solver, targets, None, progress, f"{skill}: IK pass 1")
@@ -296,7 +296,7 @@ def _velocities(qpos: np.ndarray, joints: np.ndarray, fps: float, window: int) -
     }
 
 
-class _Kinematics:
+class PoseKinematics:
     """Forward kinematics of a pose sequence: keypoints, ankles and the floor view."""
 
     def __init__(self, model: mujoco.MjModel):
@@ -326,13 +326,19 @@ class _Kinematics:
     def ankles(self, qpos: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """{side: [T, 3]} ankle positions and {side: [T, 3, 3]} orientations."""
         pos = {side: [] for side in SIDES}
-        rot = {side: [] for side in SIDES}
         for data in self._each(qpos):
             for side in SIDES:
-                body = data.body(f"{side}_ankle_link")
-                pos[side].append(body.xpos.copy())
-                rot[side].append(body.xmat.reshape(3, 3).copy())
-        return ({s: np.array(v) for s, v in pos.items()}, {s: np.array(v) for s, v in rot.items()})
+                pos[side].append(data.body(f"{side}_ankle_link").xpos.copy())
+        rot = self.orientations(qpos, [f"{side}_ankle_link" for side in SIDES])
+        return ({s: np.array(v) for s, v in pos.items()}, {s: rot[f"{s}_ankle_link"] for s in SIDES})
+
+    def orientations(self, qpos: np.ndarray, bodies) -> dict[str, np.ndarray]:
+        """{body: [T, 3, 3]} world orientations of `bodies`."""
+        rot = {body: [] for body in bodies}
+        for data in self._each(qpos):
+            for body in bodies:
+                rot[body].append(data.body(body).xmat.reshape(3, 3).copy())
+        return {body: np.array(r) for body, r in rot.items()}
 
     def keypoints(self, qpos: np.ndarray) -> np.ndarray:
         """[T, K, 3] world positions of the robot frames of KEYPOINT_NAMES."""

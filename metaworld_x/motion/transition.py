@@ -31,8 +31,8 @@ from scipy.spatial.transform import Rotation
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
 from metaworld_x.motion.keyframes import minimum_jerk
-from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, solve_clip
-from metaworld_x.motion.scaling import KEYPOINT_NAMES, ROBOT_FRAMES, SIDES, ScaledTargets, frame_position
+from metaworld_x.motion.retarget import PoseKinematics, RetargetConfig, SourceInfo, solve_clip
+from metaworld_x.motion.scaling import KEYPOINT_NAMES, SIDES, ScaledTargets
 from metaworld_x.robot.constants import JOINT_NAMES
 
 
@@ -149,20 +149,12 @@ def transition_qpos(first: GaitCycle, second: GaitCycle, config: TransitionConfi
 
 def targets_from_poses(model: mujoco.MjModel, qpos: np.ndarray) -> ScaledTargets:
     """IK targets that the poses `qpos` [T, 26] reach exactly: their keypoints and trunk and foot frames."""
-    data = mujoco.MjData(model)
-    positions = {key: [] for key in KEYPOINT_NAMES}
-    pelvis_rot, torso_rot, foot_rot = [], [], {side: [] for side in SIDES}
-    for q in qpos:
-        data.qpos[:] = q
-        mujoco.mj_kinematics(model, data)
-        for key in KEYPOINT_NAMES:
-            positions[key].append(frame_position(model, data, *ROBOT_FRAMES[key]))
-        pelvis_rot.append(data.body("pelvis").xmat.reshape(3, 3).copy())
-        torso_rot.append(data.body("torso_link").xmat.reshape(3, 3).copy())
-        for side in SIDES:
-            foot_rot[side].append(data.body(f"{side}_ankle_link").xmat.reshape(3, 3).copy())
-    return ScaledTargets.of_robot({key: np.array(value) for key, value in positions.items()}, np.array(pelvis_rot),
-                                  np.array(torso_rot), {side: np.array(r) for side, r in foot_rot.items()})
+    kinematics = PoseKinematics(model)
+    keypoints = kinematics.keypoints(qpos)
+    feet = {side: f"{side}_ankle_link" for side in SIDES}
+    rot = kinematics.orientations(qpos, ["pelvis", "torso_link", *feet.values()])
+    return ScaledTargets.of_robot({key: keypoints[:, k] for k, key in enumerate(KEYPOINT_NAMES)}, rot["pelvis"],
+                                  rot["torso_link"], {side: rot[body] for side, body in feet.items()})
 
 
 def gait_transition(first: Clip, second: Clip, skill: str, *, model: mujoco.MjModel,
