@@ -7,6 +7,7 @@ the training curve, a fresh evaluation as metrics.json and a short GIF;
 measures it over 10 seeded episodes.
 """
 
+import copy
 import json
 import os
 import shutil
@@ -106,6 +107,18 @@ def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bo
     return final
 
 
+def _props_translucent(model, alpha: float = 0.25):
+    """A copy of `model` whose props (bodies outside the robot, not the floor) are drawn see-through, so that a
+    wall or roof (the crawl's tunnel) cannot hide the robot, which is what an expert's GIF is about."""
+    import mujoco
+
+    model = copy.deepcopy(model)
+    robot = model.body_rootid[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis")]
+    props = (model.geom_bodyid > 0) & (model.body_rootid[model.geom_bodyid] != robot)
+    model.geom_rgba[props, 3] = np.minimum(model.geom_rgba[props, 3], alpha)
+    return model
+
+
 def load_expert(directory: Path):
     """(PolicyParams, policy spec) of a shipped expert, with a hint when it is missing."""
     from metaworld_x.policy import load_policy
@@ -195,7 +208,7 @@ def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int = 150, 
     env = make_env(expert_task(spec), 1, "cpu")
     state = env.reset(jax.random.PRNGKey(0))
     policy = jax.jit(lambda obs: act(params, obs))
-    model = env.compiled.model
+    model = _props_translucent(env.compiled.model)
     renderer = mujoco.Renderer(model, 240, 320)
     data = mujoco.MjData(model)
     frames = []
