@@ -110,11 +110,10 @@ def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bo
 def _props_translucent(model, alpha: float = 0.25):
     """A copy of `model` whose props (bodies outside the robot, not the floor) are drawn see-through, so that a
     wall or roof (the crawl's tunnel) cannot hide the robot, which is what an expert's GIF is about."""
-    import mujoco
+    from metaworld_x.robot.parts import prop_geoms
 
     model = copy.deepcopy(model)
-    robot = model.body_rootid[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis")]
-    props = (model.geom_bodyid > 0) & (model.body_rootid[model.geom_bodyid] != robot)
+    props = prop_geoms(model)
     model.geom_rgba[props, 3] = np.minimum(model.geom_rgba[props, 3], alpha)
     return model
 

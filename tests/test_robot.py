@@ -101,3 +101,18 @@ def test_bad_variant_and_missing_file_are_user_errors(tmp_path):
     malformed.write_text("<mujoco><worldbody><body")
     with pytest.raises(UserError, match="cannot load robot MJCF"):
         robot_spec("h1", malformed)
+
+
+def test_robot_and_prop_geoms_split_a_scene_between_the_robot_the_floor_and_the_props():
+    from metaworld_x.robot.parts import prop_geoms, robot_geoms
+    from metaworld_x.scene import build_model
+
+    alone, door = build_model("floor"), build_model("door")
+    robot, props = robot_geoms(door), prop_geoms(door)
+    assert len(robot_geoms(alone)) == len(robot) and len(prop_geoms(alone)) == 0
+    assert not set(robot) & set(props)
+    floor = set(np.flatnonzero(door.geom_bodyid == 0))
+    assert set(robot) | set(props) | floor == set(range(door.ngeom))
+    leaf = door.jnt_bodyid[door.joint("door_hinge").id]
+    assert set(np.flatnonzero(door.geom_bodyid == leaf)) and set(np.flatnonzero(door.geom_bodyid == leaf)) <= set(props)
+    assert all(door.body(door.geom_bodyid[g]).name != "world" for g in robot)

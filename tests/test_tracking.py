@@ -14,6 +14,7 @@ from metaworld_x.envs.physics_view import BatchViewReader
 from metaworld_x.envs.reference import frame_at
 from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks.tracking import IMITATION_TERMS, Tracking, TrackingConfig
+from metaworld_x.errors import UserError
 from metaworld_x.paths import MOTIONS_DIR
 
 pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
@@ -62,6 +63,18 @@ def test_reference_state_initialisation_spreads_starts_and_keeps_some_at_zero():
     assert 0.18 < np.mean(starts == 0.0) < 0.32
     moving = starts[starts > 0]
     assert moving.max() <= duration and np.std(moving) > duration / 5
+
+
+def test_a_start_window_keeps_random_starts_in_the_clips_beginning():
+    task = _task(clips=("walk",), loop=True, phase_zero_fraction=0.0, start_window=0.4)
+    starts = np.asarray(jax.vmap(task.reset_info)(jax.random.split(jax.random.PRNGKey(2), 1000))["ref_time"])
+    assert float(task.reference.duration(0)) > 0.8
+    assert starts.max() <= 0.4 and starts.min() >= 0.0 and np.std(starts) > 0.08
+
+
+def test_a_start_window_must_be_positive():
+    with pytest.raises(UserError, match="start_window"):
+        _task(start_window=0.0)
 
 
 def test_multi_clip_mode_samples_every_clip():

@@ -38,19 +38,6 @@ class ContactConfig:
     """Frames over which a pinned foot target blends in and out."""
 
 
-def robot_geoms(model: mujoco.MjModel) -> np.ndarray:
-    """Ids of the geoms on the robot's bodies (everything below the pelvis, inclusive)."""
-    root = model.body("pelvis").id
-    ids = []
-    for geom in range(model.ngeom):
-        body = model.geom_bodyid[geom]
-        while body not in (0, root):
-            body = model.body_parentid[body]
-        if body == root:
-            ids.append(geom)
-    return np.array(ids, dtype=int)
-
-
 def geom_lowest_z(model: mujoco.MjModel, geoms: np.ndarray, xpos: np.ndarray, xmat: np.ndarray) -> np.ndarray:
     """[T, G] lowest world z of each geom (spheres, capsules, cylinders, boxes exactly; others by bounding sphere).
 

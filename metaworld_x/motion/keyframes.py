@@ -33,6 +33,7 @@ from metaworld_x.motion.keypoints import CANONICAL_KEYPOINTS
 from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, solve_clip
 from metaworld_x.motion.scaling import KEYPOINT_NAMES, SIDES, RobotProportions, ScaledTargets
 from metaworld_x.robot.constants import HOME_ROOT_HEIGHT
+from metaworld_x.robot.parts import robot_geoms
 from metaworld_x.scene.compose import DEFAULT_PLACES, PUSH_BOX, PUSH_MARKER
 from metaworld_x.scene.props import BOX_HALF_SIZE, DOOR_WIDTH
 
@@ -239,8 +240,7 @@ def yield_to_robot(clip: Clip, joint: str, scene: str, variant: str) -> np.ndarr
     if model.jnt_type[index] not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
         raise UserError(f"keyframed clip {clip.skill!r}: yielding prop {joint!r} must be a hinge or slide joint")
     address, upper = model.jnt_qposadr[index], model.jnt_range[index][1]
-    pelvis = model.body("pelvis").id
-    robot = [g for g in range(model.ngeom) if model.body_rootid[model.geom_bodyid[g]] == pelvis]
+    robot = robot_geoms(model)
     prop = [g for g in range(model.ngeom) if model.geom_bodyid[g] == model.jnt_bodyid[index]]
 
     def depth(value: float) -> float:

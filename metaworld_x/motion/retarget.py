@@ -28,7 +28,7 @@ from scipy.spatial.transform import Rotation
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
-from metaworld_x.motion.contacts import ContactConfig, detect_contacts, geom_lowest_z, pin_feet, robot_geoms
+from metaworld_x.motion.contacts import ContactConfig, detect_contacts, geom_lowest_z, pin_feet
 from metaworld_x.motion.human import HumanMotion
 from metaworld_x.motion.ik import FrameTargets, IkConfig, PoseSolver, joint_qpos_indices
 from metaworld_x.motion.keypoints import CANONICAL_KEYPOINTS, canonical_keypoints
@@ -43,6 +43,7 @@ from metaworld_x.motion.scaling import (
     scale_to_robot,
 )
 from metaworld_x.robot.fingerprint import robot_hash
+from metaworld_x.robot.parts import robot_geoms
 
 CONTROL_FPS = 50.0
 # An object counts as fully lifted this far above its resting height (m).

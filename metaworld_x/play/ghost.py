@@ -11,6 +11,7 @@ import mujoco
 import numpy as np
 
 from metaworld_x.errors import UserError
+from metaworld_x.robot.parts import robot_bodies
 
 GHOST_RGBA = np.array([0.35, 0.85, 0.45, 0.35], np.float32)
 
@@ -49,7 +50,7 @@ class Ghost:
         pelvis = model.body("pelvis")
         self._root_qpos = int(model.jnt_qposadr[pelvis.jntadr[0]])
         self._joint_qpos = joint_qpos_indices(model)
-        self._robot_bodies = np.flatnonzero(model.body_rootid == model.body_rootid[pelvis.id])
+        self._robot_bodies = np.flatnonzero(robot_bodies(model))
         self._frame = jax.jit(lambda time: frame_at(reference, 0, time))
         self._option, self._perturb = mujoco.MjvOption(), mujoco.MjvPerturb()
 

@@ -126,6 +126,8 @@ def clip_in_place(model, tracking, start_time: float, tolerance: float = 0.02) -
     import mujoco
     import numpy as np
 
+    from metaworld_x.robot.parts import robot_bodies
+
     if tracking.config.home_starts_possible:  # the clip moves no props: nothing to be in place with
         return False
     own = tracking.build_model()
@@ -134,9 +136,9 @@ def clip_in_place(model, tracking, start_time: float, tolerance: float = 0.02) -
     own_data, scene_data = mujoco.MjData(own), mujoco.MjData(model)
     mujoco.mj_kinematics(own, own_data)
     mujoco.mj_kinematics(model, scene_data)
-    robot = own.body_rootid[mujoco.mj_name2id(own, mujoco.mjtObj.mjOBJ_BODY, "pelvis")]
+    robot = robot_bodies(own)
     for body in range(1, own.nbody):
-        if own.body_rootid[body] == robot:
+        if robot[body]:
             continue
         there = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, own.body(body).name)
         if there < 0 or np.linalg.norm(own_data.xpos[body] - scene_data.xpos[there]) > tolerance:

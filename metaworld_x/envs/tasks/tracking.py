@@ -93,6 +93,9 @@ class TrackingConfig(TaskConfig):
     """Control steps per episode."""
     phase_zero_fraction: float = 0.2
     """Share of episodes that start at the clip's first frame; the rest start at a uniformly random time."""
+    start_window: float | None = None
+    """Random starts fall in each clip's first this many seconds; None: anywhere in the clip. A curriculum knob for a
+    clip whose hard part is its beginning (run_start: rest, a walk, the speed-up, then 18 s of one sprint)."""
     home_start_fraction: float = 0.0
     """Share of episodes that start from the scene's home pose at rest, on the first clip at the time whose pose is
     closest to home, the clip re-anchored onto the robot's root every step: how a router runs an expert."""
@@ -143,6 +146,8 @@ class TrackingConfig(TaskConfig):
             raise UserError("a tracking task needs at least one clip")
         if not 0 <= self.phase_zero_fraction <= 1:
             raise UserError(f"phase_zero_fraction must be in [0, 1], got {self.phase_zero_fraction}")
+        if self.start_window is not None and self.start_window <= 0:
+            raise UserError(f"start_window must be > 0 s (or None for the whole clip), got {self.start_window}")
         if any(s < 1 for s in self.future_steps):
             raise UserError(f"future_steps must be positive, got {self.future_steps}")
         if not 0 <= self.home_start_fraction <= 1:
@@ -404,7 +409,8 @@ class Tracking(Task):
         k_clip, k_phase, k_zero, k_home, k_objective = jax.random.split(rng, 5)
         ref = self.reference
         clip = jax.random.randint(k_clip, (), 0, ref.num_clips)
-        start = jax.random.uniform(k_phase, (), minval=0.0, maxval=ref.duration(clip))
+        latest = ref.duration(clip) if self.config.start_window is None else jnp.minimum(ref.duration(clip), self.config.start_window)
+        start = jax.random.uniform(k_phase, (), minval=0.0, maxval=latest)
         start = jnp.where(jax.random.uniform(k_zero) < self.config.phase_zero_fraction, 0.0, start)
         info = self.clip_info(clip, start)
         if self.config.home_start_fraction > 0:
