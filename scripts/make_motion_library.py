@@ -78,6 +78,10 @@ RECIPES = (
 # (clip name, skill, first cycle, second cycle): made from the library's own clips, so they come last.
 # run_start speeds up from the walk into the run, so that the run expert can start from the home pose.
 TRANSITIONS = (("run_start", "run", "walk", "run"),)
+# (clip name, skill, cycle): the cycle started from standing in the home pose, where a router starts every
+# expert. crawl_start goes down onto hands and knees over 2 s: the crawl cycle alone never stands.
+FROM_REST = (("crawl_start", "crawl", "crawl"),)
+FROM_REST_TIMING = {"crawl_start": {"before_s": 0.5, "ramp_s": 2.0}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,13 +102,14 @@ def build(out: Path, only: set[str] | None = None) -> None:
     from metaworld_x.motion.clip import read_clip, save_clip
     from metaworld_x.motion.keyframes import KEYFRAMED, compose
     from metaworld_x.motion.retarget import SourceInfo, retarget
-    from metaworld_x.motion.transition import gait_transition
+    from metaworld_x.motion.transition import TransitionConfig, from_rest, gait_transition
     from metaworld_x.robot import robot_spec
 
     model = robot_spec("h1").compile()
     recipes = [r for r in RECIPES if only is None or r.name in only]
     keyframed = [k for k in KEYFRAMED if only is None or k in only]
     transitions = [t for t in TRANSITIONS if only is None or t[0] in only]
+    from_rest_clips = [t for t in FROM_REST if only is None or t[0] in only]
     mocap = shared_dir()
     if recipes and (mocap is None or not (mocap / "mocap").is_dir()):
         raise UserError("the shared mocap folder (../shared/mocap or $METAWORLD_X_SHARED/mocap) is missing")
@@ -123,6 +128,11 @@ def build(out: Path, only: set[str] | None = None) -> None:
         clock = time.perf_counter()
         clip = gait_transition(read_clip(out / f"{first}.npz"), read_clip(out / f"{second}.npz"), skill, model=model,
                                progress=True)
+        _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
+    for name, skill, cycle in from_rest_clips:
+        clock = time.perf_counter()
+        clip = from_rest(read_clip(out / f"{cycle}.npz"), skill, model=model,
+                         config=TransitionConfig(**FROM_REST_TIMING[name]), progress=True)
         _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
 
 

@@ -1,4 +1,4 @@
-"""The walk-to-run clip made from the library's walk and run cycles (metaworld_x.motion.transition)."""
+"""Transition clips made from the library's cycles (metaworld_x.motion.transition): walk to run, and standing to crawl."""
 
 from dataclasses import replace
 
@@ -8,9 +8,10 @@ import pytest
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import read_clip
 from metaworld_x.motion.quality import GOALS
-from metaworld_x.motion.transition import GaitCycle, TransitionConfig, gait_transition
+from metaworld_x.motion.transition import GaitCycle, TransitionConfig, from_rest, gait_transition
 from metaworld_x.paths import MOTIONS_DIR
-from metaworld_x.robot import robot_spec
+from metaworld_x.robot import JOINT_NAMES, robot_spec
+from metaworld_x.robot.constants import HOME_JOINT_POSE, HOME_ROOT_HEIGHT
 
 FPS = 50
 
@@ -81,3 +82,31 @@ def test_a_one_shot_clip_is_refused(cycles):
         GaitCycle.of(one_shot)
     with pytest.raises(UserError, match="ramp_s > 0"):
         TransitionConfig(ramp_s=0.0)
+
+
+@pytest.fixture(scope="module")
+def crawl_from_rest():
+    config = TransitionConfig(before_s=0.3, ramp_s=1.5, total_s=4.0)
+    return from_rest(read_clip(MOTIONS_DIR / "crawl.npz"), "crawl", model=robot_spec("h1").compile(), config=config), config
+
+
+def test_a_cycle_from_rest_starts_standing_in_the_home_pose_and_ends_crawling(crawl_from_rest):
+    clip, config = crawl_from_rest
+    home = np.array([HOME_JOINT_POSE.get(name, 0.0) for name in JOINT_NAMES])
+    still = int(config.before_s * FPS)
+    assert np.abs(clip.joint_pos[:still] - home).max() < 0.05
+    assert abs(clip.root_pos[0, 2] - HOME_ROOT_HEIGHT) < 0.03 and np.ptp(clip.root_pos[:still], axis=0).max() < 0.01
+    crawl = read_clip(MOTIONS_DIR / "crawl.npz")
+    down = int((config.before_s + config.ramp_s) * FPS)
+    assert clip.root_pos[down:, 2].max() < crawl.root_pos[:, 2].max() + 0.05  # down on hands and knees, and stays
+    assert _speed(clip, config.before_s + config.ramp_s, config.total_s) > 0.7 * GaitCycle.of(crawl).stride / GaitCycle.of(crawl).period
+    for figure, goal in GOALS.items():
+        assert clip.quality[figure] <= goal, figure
+    assert clip.info["transition"] == ["home", "crawl"]
+
+
+def test_the_shipped_crawl_start_is_the_crawl_cycle_from_rest():
+    shipped = read_clip(MOTIONS_DIR / "crawl_start.npz")
+    assert shipped.info["transition"] == ["home", "crawl"] and shipped.skill == "crawl"
+    assert shipped.num_frames == int(TransitionConfig().total_s * FPS) + 1
+    assert shipped.root_pos[0, 2] == pytest.approx(HOME_ROOT_HEIGHT, abs=0.03)

@@ -62,8 +62,9 @@ class RetargetConfig:
     """Stance detection and foot pinning."""
     align_start: bool = True
     """Move and turn the clip so it starts at the origin facing +x."""
-    floor_percentile: float = 10.0
-    """The clip's floor height is this percentile of the robot's per-frame lowest point (first pass)."""
+    floor_percentile: float | None = 10.0
+    """The clip's floor height is this percentile of the robot's per-frame lowest point (first pass); None: the
+    targets' z = 0 is the floor already (poses made on this robot), and only the per-frame lift keeps geoms out."""
     lift_smoothing: float = 1.5
     """Gaussian sigma (frames) of the per-frame root lift."""
     velocity_window: int = 7
@@ -172,7 +173,7 @@ def solve_clip(
 
     first = _solve_pass(solver, targets, None, progress, f"{skill}: IK pass 1")
     lowest, _, _ = kinematics.floor_view(first)
-    floor = float(np.percentile(lowest, config.floor_percentile))
+    floor = 0.0 if config.floor_percentile is None else float(np.percentile(lowest, config.floor_percentile))
     targets = targets.transformed(np.eye(3), np.array([0.0, 0.0, -floor]))
     first[:, 2] -= floor
     object_pose = None if object_pose is None else _moved_pose(object_pose, np.eye(3), np.array([0.0, 0.0, -floor]))

@@ -30,10 +30,12 @@ from scipy.spatial.transform import Rotation
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
+from metaworld_x.motion.contacts import ContactConfig
+from metaworld_x.motion.ik import home_qpos
 from metaworld_x.motion.keyframes import minimum_jerk
 from metaworld_x.motion.retarget import PoseKinematics, RetargetConfig, SourceInfo, solve_clip
 from metaworld_x.motion.scaling import KEYPOINT_NAMES, SIDES, ScaledTargets
-from metaworld_x.robot.constants import JOINT_NAMES
+from metaworld_x.robot.constants import HOME_ROOT_HEIGHT, JOINT_NAMES
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,12 @@ class GaitCycle:
             rotation=unturn * Rotation.from_quat(clip.root_quat[frames], scalar_first=True),
         )
 
+    @classmethod
+    def still(cls, qpos: np.ndarray) -> GaitCycle:
+        """A pose held at rest as a cycle: no cadence, no stride. Blending out of it is starting from standing."""
+        return cls(period=np.inf, stride=0.0, joint_pos=qpos[None, 7:].copy(), offset=np.array([[0.0, 0.0, qpos[2]]]),
+                   rotation=Rotation.from_quat(qpos[None, 3:7], scalar_first=True))
+
     def at(self, phase: np.ndarray) -> tuple[np.ndarray, np.ndarray, Rotation]:
         """(joint_pos [T, 19], offset [T, 3], rotation [T]) at phases in [0, 1), interpolated around the cycle."""
         count = len(self.joint_pos)
@@ -160,20 +168,45 @@ def targets_from_poses(model: mujoco.MjModel, qpos: np.ndarray) -> ScaledTargets
 def gait_transition(first: Clip, second: Clip, skill: str, *, model: mujoco.MjModel,
                     config: TransitionConfig | None = None, progress: bool = False) -> Clip:
     """A clip that plays `first`'s cycle, speeds up into `second`'s and keeps it up (see the module docstring)."""
-    config = config or TransitionConfig()
     if first.fps != second.fps:
         raise UserError(f"clips {first.skill!r} and {second.skill!r} have different rates ({first.fps}, {second.fps} fps)")
-    if first.joint_pos.shape[1] != len(JOINT_NAMES) or second.joint_pos.shape[1] != len(JOINT_NAMES):
-        raise UserError("both clips must be made for this robot's joints; rebuild them with scripts/make_motion_library.py")
-    qpos = transition_qpos(GaitCycle.of(first), GaitCycle.of(second), config, first.fps)
+    _check_joints(first, second)
     same = first.licence == second.licence
     source = SourceInfo(
         kind="mocap", file=f"{first.source_file} + {second.source_file}",
         licence=first.licence if same else f"{first.licence}; {second.licence}",
         attribution=first.attribution if first.attribution == second.attribution else f"{first.attribution}; {second.attribution}",
     )
-    info = {"transition": [first.skill, second.skill], "before_s": config.before_s, "ramp_s": config.ramp_s,
-            "loop": False, "scale": 1.0}
-    retarget = RetargetConfig(fps=first.fps, align_start=False)
+    return _solve(GaitCycle.of(first), GaitCycle.of(second), [first.skill, second.skill], skill, model, config,
+                  RetargetConfig(fps=first.fps, align_start=False), source, progress)
+
+
+def from_rest(cycle: Clip, skill: str, *, model: mujoco.MjModel, config: TransitionConfig | None = None,
+              progress: bool = False) -> Clip:
+    """A clip that stands in the home pose, goes over into `cycle`'s gait as the ramp's weight rises (its cadence
+    from zero, its pose blended out of home's: for crawl, going down onto hands and knees) and keeps it up.
+    A router starts every expert standing; a cycle alone (crawl) never stands, so its expert cannot start there."""
+    _check_joints(cycle)
+    source = SourceInfo(kind="mocap", file=cycle.source_file, licence=cycle.licence, attribution=cycle.attribution)
+    # The poses stand on z = 0. A floor found from the frames would sit below it: mid-way the blend puts the
+    # knees through the floor for a second, which lifted a whole 4 s clip 13 cm off the ground. On that floor
+    # the crawl's toes brush it for 3 frames at 0.5 m/s, which the default 0.6 m/s took for stances it could not
+    # pin (2.4 cm/s skating); a sole that fast is not standing.
+    retarget = RetargetConfig(fps=cycle.fps, align_start=False, floor_percentile=None, contacts=ContactConfig(speed=0.3))
+    return _solve(GaitCycle.still(home_qpos(model, HOME_ROOT_HEIGHT)), GaitCycle.of(cycle), ["home", cycle.skill], skill,
+                  model, config, retarget, source, progress)
+
+
+def _check_joints(*clips: Clip) -> None:
+    if any(clip.joint_pos.shape[1] != len(JOINT_NAMES) for clip in clips):
+        raise UserError("the clips must be made for this robot's joints; rebuild them with scripts/make_motion_library.py")
+
+
+def _solve(first: GaitCycle, second: GaitCycle, names: list[str], skill: str, model: mujoco.MjModel,
+           config: TransitionConfig | None, retarget: RetargetConfig, source: SourceInfo, progress: bool) -> Clip:
+    """The blended poses as IK targets, through the same stages as retargeted mocap."""
+    config = config or TransitionConfig()
+    qpos = transition_qpos(first, second, config, retarget.fps)
+    info = {"transition": names, "before_s": config.before_s, "ramp_s": config.ramp_s, "loop": False, "scale": 1.0}
     return solve_clip(targets_from_poses(model, qpos), skill, model=model, config=retarget, source=source,
                       info=info, progress=progress)
