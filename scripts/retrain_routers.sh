@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "$0")/.."
 mkdir -p runs
-all="door push reach stand sit run fetch"
+all="door push reach stand sit run fetch crawl"
 tasks="${TASKS:-$all}"
 ablations=" ${ABLATIONS-$tasks} "
 for task in $tasks; do

@@ -1,5 +1,7 @@
 """Home starts: a share of tracking episodes begins, and goes on, as a router runs an expert."""
 
+import json
+import shutil
 from types import SimpleNamespace
 
 import jax
@@ -13,7 +15,7 @@ from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
 from metaworld_x.errors import UserError
 from metaworld_x.expert_specs import expert_spec
-from metaworld_x.paths import MOTIONS_DIR
+from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR
 from metaworld_x.robot import JOINT_NAMES
 from metaworld_x.routing.scene import ExpertScene
 from metaworld_x.routing.skill_observation import SkillObservation
@@ -134,3 +136,33 @@ def test_home_starts_have_their_own_looser_deviation_limit():
 def test_impossible_home_start_settings_are_refused(settings, words):
     with pytest.raises(UserError, match=words.replace("[", r"\[").replace("]", r"\]")):
         with_overrides(TrackingConfig(), settings)
+
+
+def test_a_named_home_start_time_replaces_the_closest_frame_for_home_starts_and_the_router_alike(tmp_path):
+    """run_start's frame closest to home lies mid-speed-up; a clip made to start from rest names its start."""
+    from metaworld_x.envs.tasks import make_task
+    from metaworld_x.policy import load_policy
+    from metaworld_x.routing.scene import build_expert_scene
+
+    if not (EXPERTS_DIR / "run" / "policy.json").is_file():
+        pytest.skip("the shipped run expert is missing (train it with `metaworld-x train expert run`)")
+
+    base = expert_task(expert_spec("walk"))
+    clip = {"clips": ("run_start",), "home_start_fraction": 1.0}
+    closest, named = (Tracking(with_overrides(base.config, {**clip, **extra}), objective=base.objective)
+                      for extra in ({}, {"home_start_time": 0.0}))
+    home = closest.build_model().key_qpos[0][7 : 7 + len(JOINT_NAMES)]
+    assert closest.home_start_time(home) > 1.0  # the reason for the setting
+    assert named.home_start_time(home) == 0.0
+    infos = jax.vmap(named.reset_info)(jax.random.split(jax.random.PRNGKey(4), 50))
+    assert np.all(np.asarray(infos["ref_time"]) == 0.0) and np.all(np.asarray(infos["from_home"]))
+    # a router's clock for the expert starts where its home starts did
+    expert = tmp_path / "run"
+    shutil.copytree(EXPERTS_DIR / "run", expert)
+    spec = {**json.loads((expert / "spec.json").read_text()), "clips": ["run_start"], "tracking": {"home_start_time": 0.0}}
+    (expert / "spec.json").write_text(json.dumps(spec))
+    _, policy = load_policy(expert)
+    _, record = build_expert_scene(make_task("run"), {"run": expert}, {"run": policy})
+    assert record["run"]["start_time"] == 0.0
+    with pytest.raises(UserError, match="home_start_time"):
+        TrackingConfig(home_start_time=-1.0)

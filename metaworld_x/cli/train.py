@@ -63,6 +63,9 @@ class TrainExpert:
         }
         spec = expert_spec(self.skill, **overrides)
         run_dir = self.run_dir or Path("runs") / self.skill
+        # what is trained, stated up front: a spec edited in another checkout than the one imported shows here
+        print(f"training {spec.skill}: clips {', '.join(spec.clips)}, objective {spec.objective},"
+              f" tracking {spec.tracking or 'defaults'}, {spec.ppo.total_env_steps:,} steps on {spec.ppo.backend}")
         result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at)
         print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; run in {run_dir}")
         if result.rollbacks:

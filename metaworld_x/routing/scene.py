@@ -16,7 +16,6 @@ import jax
 import jax.numpy as jnp
 
 from metaworld_x.envs.observations import proprioception
-from metaworld_x.envs.reference import closest_frame_time
 from metaworld_x.envs.task import Task
 from metaworld_x.envs.tasks.tracking import SITE_KEYPOINTS
 from metaworld_x.errors import UserError
@@ -197,8 +196,9 @@ def build_expert_scene(
 ) -> tuple[ExpertScene, dict]:
     """The ExpertScene of `task` for the experts in `expert_dirs` ({name: folder}), and a record of how each is observed.
 
-    With start_at_closest_pose each expert's clock starts at the frame of its clip closest to the scene's
-    home pose, so the reference it first sees is one it can reach from where the robot stands."""
+    With start_at_closest_pose each expert's clock starts where its home starts did in training
+    (`Tracking.home_start_time`: its clip's frame closest to the scene's home pose, or the time its spec
+    names), so the reference it first sees is one it can reach from where the robot stands."""
     from metaworld_x.envs.expert import expert_task
 
     scales, skills, record = {}, [], {}
@@ -218,7 +218,7 @@ def build_expert_scene(
                 source = "scene"
             else:
                 source, frozen = "frozen", _training_start_features(tracking, size)
-        start = closest_frame_time(tracking.reference, home) if start_at_closest_pose else 0.0
+        start = tracking.home_start_time(home) if start_at_closest_pose else 0.0
         in_place = clip_in_place(model, tracking, start)
         skills.append(SkillObservation(name, tracking, source, frozen, start_time=start, in_place=in_place))
         reference = ("in place: the scene lays out the clip's props as the expert's own" if in_place

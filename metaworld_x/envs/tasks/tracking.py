@@ -96,6 +96,10 @@ class TrackingConfig(TaskConfig):
     start_window: float | None = None
     """Random starts fall in each clip's first this many seconds; None: anywhere in the clip. A curriculum knob for a
     clip whose hard part is its beginning (run_start: rest, a walk, the speed-up, then 18 s of one sprint)."""
+    home_start_time: float | None = None
+    """Clip time (s) at which a home start (and a router) begins the first clip; None: the frame whose pose is
+    closest to home. A clip made to start from rest says 0: run_start's closest frame lies mid-speed-up (1.24 s),
+    so home starts there had to stand still into a 3 m/s reference and ended in 29 steps."""
     home_start_fraction: float = 0.0
     """Share of episodes that start from the scene's home pose at rest, on the first clip at the time whose pose is
     closest to home, the clip re-anchored onto the robot's root every step: how a router runs an expert."""
@@ -150,6 +154,8 @@ class TrackingConfig(TaskConfig):
             raise UserError(f"start_window must be > 0 s (or None for the whole clip), got {self.start_window}")
         if any(s < 1 for s in self.future_steps):
             raise UserError(f"future_steps must be positive, got {self.future_steps}")
+        if self.home_start_time is not None and self.home_start_time < 0:
+            raise UserError(f"home_start_time must be >= 0 s (or None for the frame closest to home), got {self.home_start_time}")
         if not 0 <= self.home_start_fraction <= 1:
             raise UserError(f"home_start_fraction must be in [0, 1], got {self.home_start_fraction}")
         if self.max_deviation <= 0 or self.home_max_deviation <= 0:
@@ -399,11 +405,19 @@ class Tracking(Task):
                 "from_home": jnp.zeros((), bool),
                 "task_return": jnp.zeros((), jnp.float32)}
 
+    def home_start_time(self, home_joints) -> float:
+        """The first clip's time at which an episode starting in pose `home_joints` [19] begins: `home_start_time`,
+        or the frame closest to that pose. Home starts and a router's clock for this expert both start here."""
+        if self.config.home_start_time is not None:
+            return min(float(self.config.home_start_time), float(self.reference.duration(0)))
+        return closest_frame_time(self.reference, home_joints, 0)
+
     @cached_property
     def _home_start_times(self) -> np.ndarray:
-        """[C] each clip's time whose pose is closest to the scene's home pose (where a router starts the first's clock)."""
+        """[C] each clip's start for the scene's home pose (home starts use the first clip's)."""
         home = self.build_model().key_qpos[0][7 : 7 + len(JOINT_NAMES)]
-        return np.asarray([closest_frame_time(self.reference, home, c) for c in range(self.reference.num_clips)], np.float32)
+        later = [closest_frame_time(self.reference, home, c) for c in range(1, self.reference.num_clips)]
+        return np.asarray([self.home_start_time(home), *later], np.float32)
 
     def reset_info(self, rng):
         k_clip, k_phase, k_zero, k_home, k_objective = jax.random.split(rng, 5)
