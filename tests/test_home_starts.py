@@ -154,7 +154,7 @@ def test_a_named_home_start_time_replaces_the_closest_frame_for_home_starts_and_
     home = closest.build_model().key_qpos[0][7 : 7 + len(JOINT_NAMES)]
     assert closest.home_start_time(home) > 1.0  # the reason for the setting
     assert named.home_start_time(home) == 0.0
-    infos = jax.vmap(named.reset_info)(jax.random.split(jax.random.PRNGKey(4), 50))
+    infos = jax.jit(jax.vmap(named.reset_info))(jax.random.split(jax.random.PRNGKey(4), 50))  # as an env resets
     assert np.all(np.asarray(infos["ref_time"]) == 0.0) and np.all(np.asarray(infos["from_home"]))
     # a router's clock for the expert starts where its home starts did
     expert = tmp_path / "run"

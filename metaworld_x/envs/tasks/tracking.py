@@ -408,8 +408,8 @@ class Tracking(Task):
     def home_start_time(self, home_joints) -> float:
         """The first clip's time at which an episode starting in pose `home_joints` [19] begins: `home_start_time`,
         or the frame closest to that pose. Home starts and a router's clock for this expert both start here."""
-        if self.config.home_start_time is not None:
-            return min(float(self.config.home_start_time), float(self.reference.duration(0)))
+        if self.config.home_start_time is not None:  # plain floats: this may first run while reset is traced
+            return float(self.config.home_start_time)
         return closest_frame_time(self.reference, home_joints, 0)
 
     @cached_property
