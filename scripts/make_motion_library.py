@@ -80,8 +80,8 @@ RECIPES = (
 TRANSITIONS = (("run_start", "run", "walk", "run"),)
 # (clip name, skill, cycle): the cycle started from standing in the home pose, where a router starts every
 # expert. crawl_start goes down onto hands and knees over 2 s: the crawl cycle alone never stands.
-FROM_REST = (("crawl_start", "crawl", "crawl"),)
-FROM_REST_TIMING = {"crawl_start": {"before_s": 0.5, "ramp_s": 2.0}}
+# The last entry is the TransitionConfig timing.
+FROM_REST = (("crawl_start", "crawl", "crawl", {"before_s": 0.5, "ramp_s": 2.0}),)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,10 +129,10 @@ def build(out: Path, only: set[str] | None = None) -> None:
         clip = gait_transition(read_clip(out / f"{first}.npz"), read_clip(out / f"{second}.npz"), skill, model=model,
                                progress=True)
         _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
-    for name, skill, cycle in from_rest_clips:
+    for name, skill, cycle, timing in from_rest_clips:
         clock = time.perf_counter()
-        clip = from_rest(read_clip(out / f"{cycle}.npz"), skill, model=model,
-                         config=TransitionConfig(**FROM_REST_TIMING[name]), progress=True)
+        clip = from_rest(read_clip(out / f"{cycle}.npz"), skill, model=model, config=TransitionConfig(**timing),
+                         progress=True)
         _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
 
 

@@ -413,11 +413,9 @@ class Tracking(Task):
         return closest_frame_time(self.reference, home_joints, 0)
 
     @cached_property
-    def _home_start_times(self) -> np.ndarray:
-        """[C] each clip's start for the scene's home pose (home starts use the first clip's)."""
-        home = self.build_model().key_qpos[0][7 : 7 + len(JOINT_NAMES)]
-        later = [closest_frame_time(self.reference, home, c) for c in range(1, self.reference.num_clips)]
-        return np.asarray([self.home_start_time(home), *later], np.float32)
+    def _home_start(self) -> float:
+        """Where a home start begins the first clip (the only one home starts use), for the scene's home pose."""
+        return self.home_start_time(self.build_model().key_qpos[0][7 : 7 + len(JOINT_NAMES)])
 
     def reset_info(self, rng):
         k_clip, k_phase, k_zero, k_home, k_objective = jax.random.split(rng, 5)
@@ -431,7 +429,7 @@ class Tracking(Task):
             # a router drives a multi-clip expert by its first clip, from that clip's frame closest to home
             from_home = jax.random.uniform(k_home) < self.config.home_start_fraction
             clip = jnp.where(from_home, 0, clip)
-            start = jnp.where(from_home, jnp.asarray(self._home_start_times)[0], start)
+            start = jnp.where(from_home, jnp.float32(self._home_start), start)
             info = {**info, "clip": clip, "ref_time": start, "from_home": from_home}
         if self.objective is not None:
             info.update(self.objective.reset_info(k_objective))
