@@ -1,8 +1,15 @@
 """Shared test fixtures."""
 
+import os
+
 import pytest
 
-from metaworld_x.paths import shared_dir
+from metaworld_x.paths import shared_dir  # imports no JAX, so the setting below still comes first
+
+# Under pytest-xdist (`-n 2`) each worker is its own JAX process. On a GPU machine each would otherwise take
+# 75 % of the GPU's memory at its first JAX call, and the second worker would run out.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 @pytest.fixture(scope="session")

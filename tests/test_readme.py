@@ -39,7 +39,7 @@ HOW_TESTED = (
     ("metaworld-x train expert stand --total-env-steps 200000", "parsed here; minutes of training: the trainer's short runs are "
      "tests/test_expert_training.py and tests/test_ppo.py"),
     ("metaworld-x eval expert stand --expert-dir runs/tour/stand", "parsed here; needs the tour's trained expert; evaluation: "
-     "tests/test_expert_training.py::test_every_shipped_expert_meets_its_recorded_metrics"),
+     "tests/test_shipped_experts.py::test_every_shipped_expert_meets_its_recorded_metrics"),
     ("metaworld-x play --expert stand --experts-dir runs/tour", "parsed here; needs the tour's trained expert"),
     ("metaworld-x motion list --report", "run by tests/test_retarget.py::test_cli_list_report_shows_every_clip"),
     ("metaworld-x motion retarget FILE.bvh", "parsed here; FILE.bvh stands for the user's file; retargeting: tests/test_retarget.py"),
@@ -48,7 +48,7 @@ HOW_TESTED = (
      "policy: tests/test_ppo.py::test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics"),
     ("metaworld-x train expert walk", "parsed here; 29 minutes of training"),
     ("metaworld-x eval expert walk", "parsed here; evaluating each shipped expert: "
-     "tests/test_expert_training.py::test_every_shipped_expert_meets_its_recorded_metrics"),
+     "tests/test_shipped_experts.py::test_every_shipped_expert_meets_its_recorded_metrics"),
     ("metaworld-x train router", "parsed here; about 20 minutes: tests/test_router_pipeline.py runs a short one"),
     ("metaworld-x eval router", "parsed here; run by tests/test_router_pipeline.py"),
     ("python:gymnasium-tour", "run by tests/test_gym.py::test_readme_gymnasium_example_drives_the_walk_expert"),

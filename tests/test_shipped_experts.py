@@ -1,0 +1,75 @@
+"""The shipped expert library in experts/: each expert meets the goals its metrics.json records, checked
+against a fresh evaluation; and the spec rules that keep those goals honest.
+
+Apart from tests/test_expert_training.py (training, resume, shipping on tiny runs) because these evaluations are
+the slowest part of the suite: a file of their own lets `pytest -n 2` run them beside everything else.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from metaworld_x.expert_specs import EXPERTS
+from metaworld_x.expert_training import evaluate_expert
+from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR
+
+pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
+
+# Experts shipped although they miss a goal, with why; listed in experts/README.md too.
+BELOW_GOAL: dict[str, str] = {}
+
+@pytest.mark.parametrize("skill", sorted(EXPERTS))
+def test_every_shipped_expert_meets_its_recorded_metrics(skill):
+    directory = EXPERTS_DIR / skill
+    if not (directory / "metrics.json").is_file():
+        pytest.skip(f"expert {skill!r} is not shipped yet (train it with `metaworld-x train expert {skill}`)")
+    recorded = json.loads((directory / "metrics.json").read_text())
+    fresh = evaluate_expert(directory, seed=recorded["seed"])
+    assert fresh["success"] == recorded["success"]
+    # 1 %: a 500-step closed-loop rollout amplifies last-bit float differences between machines and library
+    # builds (walk: 416.65 here on 1 Dec 2026 against 416.16 recorded, 0.12 %); the success counts and the
+    # goals below are the real checks.
+    assert fresh["task_return"] == pytest.approx(recorded["task_return"], rel=1e-2)
+    if recorded.get("from_home") is not None:  # recorded since home starts exist
+        assert fresh["from_home"]["success"] == recorded["from_home"]["success"]
+    if recorded.get("from_start") is not None:  # recorded since session 10 for experts that cannot start from home
+        assert fresh["from_start"]["success"] == recorded["from_start"]["success"]
+    assert np.isfinite(fresh["tracking_error_m"]) and np.isfinite(fresh["task_return"])
+    missed = EXPERTS[skill].shortfalls(fresh)
+    if skill in BELOW_GOAL:  # test_below_goal_list_names_only_experts_that_miss keeps this list honest
+        pytest.xfail(f"{skill} is shipped below its goals ({BELOW_GOAL[skill]}): {'; '.join(missed)}")
+    assert not missed, f"shipped expert {skill} misses its goals: {'; '.join(missed)}"
+
+
+def test_below_goal_list_names_only_experts_that_miss():
+    """A shipped expert listed in BELOW_GOAL must really miss a goal, so the list cannot go stale."""
+    for skill, reason in BELOW_GOAL.items():
+        directory = EXPERTS_DIR / skill
+        if not (directory / "metrics.json").is_file():
+            continue
+        recorded = json.loads((directory / "metrics.json").read_text())
+        assert EXPERTS[skill].shortfalls(recorded), f"{skill} now meets its goals: remove it from BELOW_GOAL"
+
+
+@pytest.mark.parametrize("skill", [s for s, spec in EXPERTS.items() if spec.objective])
+def test_no_objective_reward_term_outweighs_the_imitation_reward(skill):
+    """Inside a tracking task no term of the objective may be larger than the whole imitation reward (at most 1 a
+    step): push's HumanoidBench bonus of 1000, paid once where success ends the episode, was paid at every step on
+    the marker under tracking (which does not end on it), and its first run learned nothing else."""
+    from dataclasses import asdict
+
+    from metaworld_x.envs.expert import expert_task
+
+    scales = asdict(expert_task(EXPERTS[skill]).objective.config.rewards)
+    too_big = {name: scale for name, scale in scales.items() if abs(scale) > 1.0}
+    assert not too_big, f"{skill}: objective reward scales {too_big} outweigh the imitation reward; override them in its spec"
+
+
+def test_a_prop_expert_that_fails_its_whole_task_from_the_first_frame_misses_its_goal():
+    """Late starts of a prop task begin partly done (past the door), so success there alone is not enough."""
+    spec = EXPERTS["door"]
+    on_clip = {"success": 10, "episodes": 10, "tracking_error_m": 0.03, "task_return_per_1000_steps": 850.0}
+    assert spec.shortfalls({**on_clip, "from_start": {"success": 9, "episodes": 10}}) == []
+    missed = spec.shortfalls({**on_clip, "from_start": {"success": 5, "episodes": 10}})
+    assert missed == ["success from the clip's first frame 5/10 < 9/10"]
