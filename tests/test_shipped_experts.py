@@ -17,7 +17,11 @@ from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR
 pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
 
 # Experts shipped although they miss a goal, with why; listed in experts/README.md too.
-BELOW_GOAL: dict[str, str] = {}
+BELOW_GOAL: dict[str, str] = {
+    "run": "10/10 from home at 715 per 1000 steps, where a router starts it, but 0/10 from starts in its clip's first "
+           "4 s: they end by the 0.5 m deviation limit within 12-136 steps (home starts have 1 m, the router none); "
+           "fine-tuning stopped by time at 10.6M steps (session 13)",
+}
 
 @pytest.mark.parametrize("skill", sorted(EXPERTS))
 def test_every_shipped_expert_meets_its_recorded_metrics(skill):
