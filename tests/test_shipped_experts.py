@@ -23,6 +23,7 @@ BELOW_GOAL: dict[str, str] = {
            "fine-tuning stopped by time at 10.6M steps (session 13)",
 }
 
+
 @pytest.mark.parametrize("skill", sorted(EXPERTS))
 def test_every_shipped_expert_meets_its_recorded_metrics(skill):
     directory = EXPERTS_DIR / skill
