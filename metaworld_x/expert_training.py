@@ -196,7 +196,11 @@ def _evaluate(params, spec: ExpertSpec, task, seed: int, episodes: int, **starts
 
 
 def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int = 150, fps: int = 25) -> Path:
-    """A short GIF of the expert in one world, rendered headless."""
+    """A short GIF of the expert in one world, rendered headless. An expert trained with home starts is filmed
+    from the home pose, as a router runs it: a random clip start can end by the deviation limit within the GIF
+    and cut to a reset."""
+    from dataclasses import replace
+
     import imageio.v3 as iio
     import mujoco
 
@@ -204,7 +208,10 @@ def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int = 150, 
     from metaworld_x.render import render_frame
 
     params, _ = load_expert(directory)
-    env = make_env(expert_task(spec), 1, "cpu")
+    task = expert_task(spec)
+    if task.config.home_start_fraction > 0:
+        task = replace(task, config=replace(task.config, home_start_fraction=1.0))
+    env = make_env(task, 1, "cpu")
     state = env.reset(jax.random.PRNGKey(0))
     policy = jax.jit(lambda obs: act(params, obs))
     model = _props_translucent(env.compiled.model)
