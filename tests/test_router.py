@@ -97,7 +97,7 @@ def test_peaked_prior_sets_the_starting_weights():
     prior = np.array([0.05, 0.85, 0.05, 0.05], np.float32)
     obs, text = jax.random.normal(jax.random.PRNGKey(1), (32, OBS)), jax.random.normal(jax.random.PRNGKey(2), (32, TEXT))
     names = ("a", "b", "c", "d")
-    # min_weight 0: the prior's 0.05 entries sit right at the default threshold
+    # min_weight 0: the prior's 0.05 entries lie below the default threshold, which would drop them
     with_vlm = Router(RouterConfig(hidden=(32, 32), use_vlm=True, min_weight=0.0), OBS, TEXT, names)
     start = with_vlm.weights(with_vlm.init(jax.random.PRNGKey(0), prior=prior), obs, text)
     np.testing.assert_allclose(start, np.broadcast_to(prior, start.shape), atol=0.03)
