@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -64,9 +65,12 @@ def train_expert(spec: ExpertSpec, run_dir: Path, resume: bool = False, seed: in
 
 
 def _with_seed(config, seed):
-    from dataclasses import replace
-
     return replace(config, seed=seed)
+
+
+def _with_starts(task, **starts: float):
+    """`task` with its episode starts overridden (`TrackingConfig` fields such as home_start_fraction)."""
+    return replace(task, config=replace(task.config, **starts))
 
 
 def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bool = True,
@@ -155,11 +159,9 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
 def _evaluate(params, spec: ExpertSpec, task, seed: int, episodes: int, **starts: float) -> dict:
     """One evaluation of `task` with its episode starts overridden (`TrackingConfig` fields): home_start_fraction 0
     (on the clip) or 1 (from the home pose); phase_zero_fraction 1 puts every clip start at the first frame."""
-    from dataclasses import replace
-
     from metaworld_x.policy import act
 
-    task = replace(task, config=replace(task.config, **starts))
+    task = _with_starts(task, **starts)
     env = make_env(task, episodes, "cpu")
     reasons = env.reason_names
     policy = jax.jit(lambda obs: act(params, obs))
@@ -199,8 +201,6 @@ def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int = 150, 
     """A short GIF of the expert in one world, rendered headless. An expert trained with home starts is filmed
     from the home pose, as a router runs it: a random clip start can end by the deviation limit within the GIF
     and cut to a reset."""
-    from dataclasses import replace
-
     import imageio.v3 as iio
     import mujoco
 
@@ -210,7 +210,7 @@ def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int = 150, 
     params, _ = load_expert(directory)
     task = expert_task(spec)
     if task.config.home_start_fraction > 0:
-        task = replace(task, config=replace(task.config, home_start_fraction=1.0))
+        task = _with_starts(task, home_start_fraction=1.0)
     env = make_env(task, 1, "cpu")
     state = env.reset(jax.random.PRNGKey(0))
     policy = jax.jit(lambda obs: act(params, obs))
