@@ -49,6 +49,17 @@ def test_shipped_expert_loads_without_training_code_and_evaluates(tmp_path):
     again = evaluate_expert(out, seed=0)
     assert again["success"] == metrics["success"]
     assert again["task_return"] == pytest.approx(metrics["task_return"], rel=1e-5)
+    # `eval expert --episodes 3`: every part of the evaluation runs that many episodes, and the goals scale
+    few = evaluate_expert(out, seed=0, episodes=3)
+    assert few["episodes"] == 3 and few["from_home"]["episodes"] == 3 and 0 <= few["success"] <= 3
+    assert any("/3 < 10/10" in phrase for phrase in spec.shortfalls({**few, "success": 2}))
+
+
+def test_eval_expert_refuses_fewer_than_one_episode():
+    from metaworld_x.cli.eval import EvalExpert
+
+    with pytest.raises(UserError, match="--episodes must be at least 1"):
+        EvalExpert(skill="stand", episodes=0).run()
 
 
 def test_missing_expert_says_which_command_trains_it(tmp_path):
