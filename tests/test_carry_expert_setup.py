@@ -1,10 +1,12 @@
-"""The carry expert's setup: the box starts in the clip's hands and the table is where the clip sets it down.
+"""The carry expert's setup: the box starts where the clip has it and the table is where the clip sets it down.
 
-Tracking with `object_joint` puts the scene's box where the clip's hands hold
-it at every reference-state start, and with `scene_from_clip` the carry
-objective lays its table out under the clip's last box position, so following
-the clip delivers the box. Both are opt-in; the composite carry scene the
-router's fetch task uses is unchanged.
+The expert follows pickup_carry, the whole take: squat, pick the box up off the
+floor, carry it and set it down. Tracking with `object_joint` puts the scene's
+box where the clip has it at every reference-state start (on the floor, or in
+the clip's hands), and at its first frame around the robot in the home pose for a
+home start; with `scene_from_clip` the carry objective lays its table out under
+the clip's last box position, so following the clip delivers the box. Both are
+opt-in; the composite carry scene keeps its stand and far table.
 """
 
 import jax
@@ -29,13 +31,15 @@ from metaworld_x.motion.clip import load_clip
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.scene import build_model, build_scene
 from metaworld_x.scene.compose import Placement
-from metaworld_x.scene.props import BOX_HALF_SIZE, TABLE_HEIGHT
+from metaworld_x.scene.props import BOX_HALF_SIZE, TABLE_HEIGHT, default_box_height
 
 pytestmark = pytest.mark.skipif(
-    not (MOTIONS_DIR / "carry.npz").is_file(), reason="assets/motions/carry.npz (the OMOMO carry clip) is missing"
+    not (MOTIONS_DIR / "pickup_carry.npz").is_file(),
+    reason="assets/motions/pickup_carry.npz (the OMOMO pickup-and-carry clip) is missing",
 )
 
-STARTS = 24
+STARTS = 32
+IN_HANDS = 0.4  # m: the clip's box this high is off the floor, in its hands
 HANDS = ("left_hand", "right_hand")
 
 
@@ -66,15 +70,24 @@ def _view(compiled, qpos, qvel):
     return jax.tree.map(lambda x: jnp.asarray(x[0]), reader.read())
 
 
-def test_every_start_puts_the_box_between_the_palms(carry):
+def _held(task, info) -> np.ndarray:
+    """[STARTS] whether each start's reference box is off the floor, in the clip's hands."""
+    boxes = jax.jit(jax.vmap(lambda c, t: object_at(task.reference, c, t).pos))(info["clip"], info["ref_time"])
+    return np.asarray(boxes)[:, 2] > IN_HANDS
+
+
+def test_every_start_puts_the_box_where_the_clip_has_it_and_between_the_palms_once_lifted(carry):
     task, compiled, init, info = carry
     box_q = compiled.layout.joint("box").qpos_start
     expected = jax.jit(jax.vmap(lambda c, t: object_at(task.reference, c, t).pos))(info["clip"], info["ref_time"])
+    held = _held(task, info)
+    assert 5 <= held.sum() <= STARTS - 5, "the draws cover starts with the box on the floor and in the hands"
     palms = []
     for i in range(STARTS):
         data = _data(compiled, init.qpos[i], init.qvel[i])
         np.testing.assert_allclose(data.qpos[box_q : box_q + 3], expected[i], atol=1e-5)
-        palms.append([np.linalg.norm(data.site(f"{side}_palm").xpos - data.body("box").xpos) for side in ("left", "right")])
+        if held[i]:
+            palms.append([np.linalg.norm(data.site(f"{side}_palm").xpos - data.body("box").xpos) for side in ("left", "right")])
     palms = np.asarray(palms)
     # pressed on the box's sides; the clip's hands open a little as it sets the box down
     assert abs(np.median(palms) - HOLDING_DISTANCE) < 0.01, palms
@@ -85,7 +98,7 @@ def test_the_box_starts_in_the_grip_and_is_not_thrown(carry):
     """No deep overlap at the start, and the box stays by its reference while the reference targets are held."""
     task, compiled, init, info = carry
     model, box_q = compiled.model, compiled.layout.joint("box").qpos_start
-    starts = np.arange(0, STARTS, 3)
+    starts = np.flatnonzero(_held(task, info))
     times = info["ref_time"][starts, None] + task.control_dt * np.arange(1, 4)  # [starts, 3 control steps]
     targets, boxes = jax.jit(jax.vmap(jax.vmap(
         lambda t: (frame_at(task.reference, 0, t).joint_pos, object_at(task.reference, 0, t).pos)
@@ -103,8 +116,25 @@ def test_the_box_starts_in_the_grip_and_is_not_thrown(carry):
             assert off < 0.01 * (k + 2), f"start {i}: the box is {off * 100:.1f} cm off after {k + 1} steps"
 
 
+def test_a_home_start_stands_at_home_beside_the_box_untouched_on_the_floor(carry):
+    """As a router starts the expert: at the clip's first frame, whose pose bends 0.9 rad at the hips."""
+    task, compiled, init, info = carry
+    assert task.config.home_start_time == 0.0 and task.config.home_start_fraction > 0
+    home_starts = np.flatnonzero(info["from_home"])
+    assert len(home_starts), "a share of the draws start from home"
+    box_q = compiled.layout.joint("box").qpos_start
+    first_box = np.asarray(object_at(task.reference, 0, 0.0).pos)
+    for i in home_starts:
+        assert info["ref_time"][i] == 0.0
+        np.testing.assert_allclose(init.qpos[i][7:26], compiled.model.key_qpos[0][7:26], atol=0.1)  # home, with noise
+        np.testing.assert_allclose(init.qpos[i][box_q : box_q + 3], first_box, atol=1e-5)
+        data = _data(compiled, init.qpos[i], init.qvel[i])
+        assert min(np.linalg.norm(data.site(f"{s}_palm").xpos - data.body("box").xpos) for s in ("left", "right")) > 0.35
+    assert first_box[2] - BOX_HALF_SIZE[2] < 0.1, "the box starts on the floor, within the clip's grip offset"
+
+
 def test_box_velocities_are_the_derivatives_of_its_path():
-    track = held_object(facing_forward(load_clip(MOTIONS_DIR / "carry.npz")))
+    track = held_object(facing_forward(load_clip(MOTIONS_DIR / "pickup_carry.npz")))
     dt = 1.0 / 50
     moved = track["object_pos"][2:] - track["object_pos"][:-2]
     np.testing.assert_allclose(moved / (2 * dt), track["object_lin_vel"][1:-1], atol=1e-4)
@@ -114,7 +144,7 @@ def test_box_velocities_are_the_derivatives_of_its_path():
 
 
 def test_the_box_sits_square_between_the_hands_unlike_the_raw_object_pose():
-    clip = load_clip(MOTIONS_DIR / "carry.npz")
+    clip = load_clip(MOTIONS_DIR / "pickup_carry.npz")
     track = held_object(clip)
     hands = [clip.keypoint_pos[:, clip.keypoint_names.index(h)] for h in HANDS]
 
@@ -159,10 +189,51 @@ def test_the_clip_walks_up_to_the_table_without_touching_it(carry):
             assert not ({c.geom1, c.geom2} & table and robot), f"t = {time:.2f} s: {model.geom(robot[0]).name} hits the table"
 
 
+def test_the_fetch_scene_is_laid_out_as_the_carry_experts_clip_so_a_router_plays_it_in_place(carry):
+    from metaworld_x.routing.skill_observation import clip_in_place
+
+    task, compiled, _, _ = carry
+    fetch = make_task("fetch").build_model()
+    own, there = mujoco.MjData(compiled.model), mujoco.MjData(fetch)
+    mujoco.mj_forward(compiled.model, own)
+    mujoco.mj_forward(fetch, there)
+    for name in ("box", "table"):
+        np.testing.assert_allclose(there.body(name).xpos, own.body(name).xpos, atol=0.01)
+    np.testing.assert_allclose(there.site("table").xpos, own.site("table").xpos, atol=0.01)
+    assert there.body("box").xpos[2] == default_box_height(None), "resting on the floor"
+    assert clip_in_place(fetch, task, 0.0)
+    assert not clip_in_place(build_model("carry", "h1_hands"), task, 0.0)
+
+
+def test_the_carry_clip_played_in_the_fetch_scene_reaches_every_fetch_subgoal_in_order(carry):
+    """The robot and the box as the clip has them, step by step, in the fetch scene: a router that plays the
+    carry expert in place, if the expert follows its clip, fetches the box."""
+    task = carry[0]
+    fetch_task = make_task("fetch")
+    fetch = CompiledTask.build(fetch_task)
+    box_q = fetch.layout.joint("box").qpos_start
+    advance = jax.jit(fetch_task.advance)
+    at = jax.jit(lambda t: (frame_at(task.reference, 0, t), object_at(task.reference, 0, t)))
+    info = fetch_task.reset_info(jax.random.PRNGKey(0))
+    reached_at = []
+    for step in range(int(float(task.reference.duration(0)) / task.control_dt) + 1):
+        ref, box = at(step * task.control_dt)
+        qpos = np.array(fetch.model.key_qpos[0])
+        qpos[:3], qpos[3:7], qpos[7:26] = ref.root_pos, ref.root_quat, ref.joint_pos
+        qpos[box_q : box_q + 3], qpos[box_q + 3 : box_q + 7] = box.pos, box.quat
+        phase = int(info["phase"])
+        info = advance(_view(fetch, qpos, np.zeros(fetch.model.nv)), info)
+        reached_at += [step * task.control_dt] * (int(info["phase"]) - phase)
+    assert len(reached_at) == 4, f"sub-goals reached at {reached_at} s"
+    assert reached_at[0] > 0.5, "the hands reach the box only after bending down to it"
+    assert reached_at[1] - reached_at[0] < 1.5 and reached_at[3] > 3.5, reached_at
+
+
 def test_a_dropped_box_ends_the_episode(carry):
     task, compiled, init, info = carry
-    one = {k: v[0] for k, v in info.items()}
-    view = _view(compiled, init.qpos[0], init.qvel[0])
+    first = int(np.flatnonzero(~info["from_home"])[0])  # a clip start: the tighter limit
+    one = {k: v[first] for k, v in info.items()}
+    view = _view(compiled, init.qpos[first], init.qvel[first])
     assert not bool(task._terminate_deviation(view, one))
     box_z = compiled.layout.joint("box").qpos_start + 2
     dropped = view.replace(qpos=view.qpos.at[box_z].add(-(task.config.max_deviation + 0.05)))

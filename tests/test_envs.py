@@ -219,13 +219,13 @@ def test_fetch_reaches_its_subgoals_in_order_only():
             site_pos[sites.index(palm)] = box + (np.array([0, side * 0.18, 0]) if palms_at_box else np.array([-1, 0, 0]))
         return view.replace(site_pos=site_pos)
 
-    on_stand = view.site_pos[sites.index("box")]
-    lifted = on_stand + np.array([0, 0, 0.15])
+    on_floor = view.site_pos[sites.index("box")]
+    lifted = on_floor + np.array([0, 0, 0.15])
     over_table = table + np.array([0.1, 0, 0.4])
     on_table = table + np.array([0, 0, 0.15])
     info = {"phase": jnp.zeros((), jnp.int32)}
     assert int(task.advance(place(on_table, False), info)["phase"]) == 0, "placing first must not count"
-    for expected, scene in enumerate([(on_stand, True), (lifted, True), (over_table, True), (on_table, False)], 1):
+    for expected, scene in enumerate([(on_floor, True), (lifted, True), (over_table, True), (on_table, False)], 1):
         info = task.advance(place(*scene), info)
         assert int(info["phase"]) == expected
     _, metrics = task.account(place(on_table, False), info, {})

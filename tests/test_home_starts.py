@@ -92,6 +92,35 @@ def test_a_home_start_episode_sees_what_the_router_shows_the_expert_at_every_ste
     assert not np.any(np.asarray(state.info["step"]) == 0), "an episode ended; the comparison needs live ones"
 
 
+@pytest.mark.skipif(not (MOTIONS_DIR / "pickup_carry.npz").is_file(), reason="the carry expert's clip is missing")
+def test_a_prop_experts_home_start_keeps_its_clip_in_place_as_the_router_shows_it_in_its_scene():
+    """The carry expert's box lies where its clip has it, so a home start is not re-anchored: its observation is
+    the in-place one a router builds in a scene laid out as the expert's own (fetch), also once the robot moves."""
+    carry = expert_task(expert_spec("carry"))
+    task = Tracking(with_overrides(carry.config, {"home_start_fraction": 1.0}), objective=carry.objective)
+    env = make_env(task, 2, "cpu", nthread=1)
+    state = env.reset(jax.random.PRNGKey(1))
+    assert np.all(np.asarray(state.info["from_home"])) and np.all(np.asarray(state.info["ref_time"]) == 0.0)
+    skill = SkillObservation("carry", task, "shared", in_place=True)
+    scene = ExpertScene(objective=task.objective, skills=(skill,))
+    objective_keys = tuple(task.objective.reset_info(jax.random.PRNGKey(0)))
+
+    def routed(view, info):
+        own = {k: info[k] for k in objective_keys}
+        return scene.observe(view, {**info, "skill_time": info["ref_time"][None], "skill_info": {"carry": own}})["expert/carry"]
+
+    routed = jax.jit(jax.vmap(routed))
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        np.testing.assert_allclose(np.asarray(routed(state.data.view, state.info)), np.asarray(state.obs["state"]),
+                                   atol=1e-5)
+        state = env.step(state, jnp.asarray(rng.uniform(-0.3, 0.3, (2, env.action_size)), jnp.float32))
+    assert not np.any(np.asarray(state.info["step"]) == 0), "an episode ended; the comparison needs live ones"
+    frames = jax.vmap(task._frame)(state.data.view, state.info)
+    clip = frame_at(task.reference, 0, float(state.info["ref_time"][0]))
+    np.testing.assert_allclose(np.asarray(frames.root_pos[0]), np.asarray(clip.root_pos), atol=1e-6)  # not moved
+
+
 def test_a_share_of_episodes_starts_from_home_and_the_rest_on_the_clip_where_it_is():
     task = _walk(home_start_fraction=0.3)
     infos = jax.vmap(task.reset_info)(jax.random.split(jax.random.PRNGKey(2), 2000))
@@ -131,7 +160,8 @@ def test_home_starts_have_their_own_looser_deviation_limit():
 
 @pytest.mark.parametrize("settings,words", [
     ({"home_start_fraction": 1.5}, "home_start_fraction must be in [0, 1]"),
-    ({"home_start_fraction": 0.2, "object_joint": "box"}, "cannot be combined with object_joint"),
+    ({"home_start_fraction": 0.2, "object_joint": "box"}, "needs home_start_time"),
+    ({"home_start_fraction": 0.2, "clip_props": True}, "needs home_start_time"),
 ])
 def test_impossible_home_start_settings_are_refused(settings, words):
     with pytest.raises(UserError, match=words.replace("[", r"\[").replace("]", r"\]")):

@@ -31,7 +31,7 @@ def test_every_issue_instruction_has_a_scene_task_and_success_criterion():
     assert {entry.name: entry.instruction for entry in CATALOG} == ISSUE_INSTRUCTIONS
     for entry in CATALOG:
         assert entry.scene and entry.success
-    assert composite_task("fetch").scene == "carry"
+    assert composite_task("fetch").scene == "fetch"
 
 
 @pytest.mark.parametrize("name", sorted(ISSUE_INSTRUCTIONS))

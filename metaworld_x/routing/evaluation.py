@@ -16,7 +16,7 @@ from metaworld_x.errors import UserError
 # Wordings never used in training (neither the catalog's canonical instruction nor its paraphrases):
 # one paraphrase and one with the parts in another order, per task.
 PROBES: dict[str, tuple[str, str]] = {
-    "fetch": ("get the box from the stand and set it down on the table",
+    "fetch": ("get the box off the floor and set it down on the table",
               "carry the box to the table once you have walked over and picked it up"),
     "push": ("shove the crate until it sits on the red spot", "onto the red marker, push the box"),
     "door": ("open the door and step through it", "walk through the door after you walk up to it and push it open"),

@@ -59,7 +59,7 @@ class CompositeTask:
 CATALOG: tuple[CompositeTask, ...] = (
     CompositeTask(
         "fetch", "fetch", "walk to the box, pick it up and carry it to the table",
-        ("bring the box over to the table", "take the package from the stand and put it on the table",
+        ("bring the box over to the table", "pick the package up off the floor and put it on the table",
          "go to the box, lift it and deliver it to the table"),
         "all four sub-goals reached in order: approach, lift (10 cm), transport (within 30 cm of the table), place",
     ),

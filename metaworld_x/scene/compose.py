@@ -38,6 +38,11 @@ PUSH_TABLE = (0.85, 0.0, 0.0)
 PUSH_BOX = (0.62, 0.0, default_box_height("push_table"))
 PUSH_MARKER = (PUSH_BOX[0] + 0.2, 0.0, PUSH_TABLE_HEIGHT + 0.002)
 
+# The fetch scene: the pickup_carry clip's box on the floor 0.34 m ahead, and its table 2.27 m ahead (clip turned to face +x).
+FETCH_BOX = (0.339, 0.094, default_box_height(None))
+FETCH_TABLE = (2.271, -0.140, 0.0)
+FETCH_TABLE_HEIGHT = 0.624
+
 # Default places, used when a prop is asked for by name alone.
 DEFAULT_PLACES: dict[str, tuple[float, float, float]] = {
     "box": (0.8, 0.0, default_box_height(None)),
@@ -66,6 +71,13 @@ SCENES: dict[str, tuple[Placement, ...]] = {
         Placement("stand", DEFAULT_PLACES["stand"]),
         Placement("box", (1.0, 0.0, default_box_height("stand"))),
         Placement("table", DEFAULT_PLACES["table"]),
+    ),
+    # Fetch: laid out as the carry expert's clip (pickup_carry) has it, so its clip plays in place: the box on the
+    # floor where the clip's hands find it, the table where they set it down, its top under the box there
+    # (`Carry.scene_along` of that clip; a test keeps the two within a centimetre).
+    "fetch": (
+        Placement("box", FETCH_BOX),
+        Placement("table", FETCH_TABLE, (("height", FETCH_TABLE_HEIGHT), ("half_top", (0.2, 0.23)))),
     ),
 }
 
