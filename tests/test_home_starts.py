@@ -92,6 +92,66 @@ def test_a_home_start_episode_sees_what_the_router_shows_the_expert_at_every_ste
     assert not np.any(np.asarray(state.info["step"]) == 0), "an episode ended; the comparison needs live ones"
 
 
+def _pickup_carry(**tracking) -> Tracking:
+    """Tracking of pickup_carry (squat, pick the box up off the floor, carry it, set it down) as a carry expert
+    that a router can start from home trains on it: the box where the clip has it, home starts at its t = 0."""
+    from metaworld_x.envs.tasks import make_task
+
+    settings = {"clips": ("pickup_carry",), "face_forward": True, "object_joint": "box", "scene_from_clip": True,
+                "episode_length": 300, "action_scale": 0.85, "home_start_time": 0.0, **tracking}
+    return Tracking(with_overrides(TrackingConfig(), settings), objective=make_task("carry"))
+
+
+@pytest.mark.skipif(not (MOTIONS_DIR / "pickup_carry.npz").is_file(), reason="assets/motions/pickup_carry.npz is missing")
+def test_a_prop_clips_home_start_puts_the_robot_at_home_beside_the_untouched_box_where_the_clip_has_it():
+    from metaworld_x.envs.compiled import CompiledTask
+    from metaworld_x.envs.reference import object_at
+    from metaworld_x.scene.props import default_box_height
+
+    task = _pickup_carry(home_start_fraction=1.0)
+    compiled = CompiledTask.build(task)
+    init, info = jax.jit(compiled.sample_resets)(jax.random.split(jax.random.PRNGKey(0), 4))
+    home, box_q = compiled.model.key_qpos[0], compiled.layout.joint("box").qpos_start
+    first_box = np.asarray(object_at(task.reference, 0, 0.0).pos)
+    assert np.all(np.asarray(info["ref_time"]) == 0.0)
+    for qpos in np.asarray(init.qpos):
+        np.testing.assert_allclose(qpos[7:26], home[7:26], atol=0.1)  # the home pose, with reset noise
+        np.testing.assert_allclose(qpos[box_q : box_q + 3], first_box, atol=1e-5)
+    # the scene laid out along the clip rests that box on the floor (the clip's grip holds it 5 cm up)
+    assert first_box[2] - default_box_height(None) < 0.1 and home[box_q + 2] == default_box_height(None)
+    np.testing.assert_allclose(home[box_q : box_q + 2], first_box[:2], atol=1e-6)
+    with pytest.raises(UserError, match="needs home_start_time"):
+        _pickup_carry(home_start_fraction=0.5, home_start_time=None)
+
+
+@pytest.mark.skipif(not (MOTIONS_DIR / "pickup_carry.npz").is_file(), reason="assets/motions/pickup_carry.npz is missing")
+def test_a_prop_clips_home_start_keeps_the_clip_in_place_as_a_router_shows_it_in_a_scene_laid_out_as_its_own():
+    """Its box lies where the clip has it, so a home start is not re-anchored: the expert's observation is the
+    in-place one a router builds in a scene laid out as the expert's own, also once the robot moves."""
+    task = _pickup_carry(home_start_fraction=1.0)
+    env = make_env(task, 2, "cpu", nthread=1)
+    state = env.reset(jax.random.PRNGKey(1))
+    assert np.all(np.asarray(state.info["from_home"])) and np.all(np.asarray(state.info["ref_time"]) == 0.0)
+    skill = SkillObservation("carry", task, "shared", in_place=True)
+    scene = ExpertScene(objective=task.objective, skills=(skill,))
+    objective_keys = tuple(task.objective.reset_info(jax.random.PRNGKey(0)))
+
+    def routed(view, info):
+        own = {k: info[k] for k in objective_keys}
+        return scene.observe(view, {**info, "skill_time": info["ref_time"][None], "skill_info": {"carry": own}})["expert/carry"]
+
+    routed = jax.jit(jax.vmap(routed))
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        np.testing.assert_allclose(np.asarray(routed(state.data.view, state.info)), np.asarray(state.obs["state"]),
+                                   atol=1e-5)
+        state = env.step(state, jnp.asarray(rng.uniform(-0.3, 0.3, (2, env.action_size)), jnp.float32))
+    assert not np.any(np.asarray(state.info["step"]) == 0), "an episode ended; the comparison needs live ones"
+    frames = jax.vmap(task._frame)(state.data.view, state.info)
+    clip = frame_at(task.reference, 0, float(state.info["ref_time"][0]))
+    np.testing.assert_allclose(np.asarray(frames.root_pos[0]), np.asarray(clip.root_pos), atol=1e-6)  # not moved
+
+
 def test_a_share_of_episodes_starts_from_home_and_the_rest_on_the_clip_where_it_is():
     task = _walk(home_start_fraction=0.3)
     infos = jax.vmap(task.reset_info)(jax.random.split(jax.random.PRNGKey(2), 2000))
@@ -131,7 +191,8 @@ def test_home_starts_have_their_own_looser_deviation_limit():
 
 @pytest.mark.parametrize("settings,words", [
     ({"home_start_fraction": 1.5}, "home_start_fraction must be in [0, 1]"),
-    ({"home_start_fraction": 0.2, "object_joint": "box"}, "cannot be combined with object_joint"),
+    ({"home_start_fraction": 0.2, "object_joint": "box"}, "needs home_start_time"),
+    ({"home_start_fraction": 0.2, "clip_props": True}, "needs home_start_time"),
 ])
 def test_impossible_home_start_settings_are_refused(settings, words):
     with pytest.raises(UserError, match=words.replace("[", r"\[").replace("]", r"\]")):

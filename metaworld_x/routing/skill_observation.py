@@ -128,7 +128,7 @@ def clip_in_place(model, tracking, start_time: float, tolerance: float = 0.02) -
 
     from metaworld_x.robot.parts import robot_bodies
 
-    if tracking.config.home_starts_possible:  # the clip moves no props: nothing to be in place with
+    if not tracking.config.moves_props:  # nothing to be in place with
         return False
     own = tracking.build_model()
     if np.linalg.norm(model.key_qpos[0][:2] - np.asarray(frame_at(tracking.reference, 0, start_time).root_pos)[:2]) > tolerance:

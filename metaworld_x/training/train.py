@@ -128,6 +128,10 @@ def make_train(
             if not config.normalize_observations:
                 raise UserError("starting from a shipped policy needs normalize_observations: it ships its statistics")
             policy = warm_start.load_shipped(init_from, env.observation_sizes["state"][0], env.action_size)
+            trained_at, wanted = warm_start.shipped_action_scale(init_from), getattr(env, "action_scale", None)
+            if trained_at is not None and wanted is not None and trained_at != wanted:
+                policy = warm_start.with_action_scale(policy, trained_at, wanted)
+                print(f"its mean actions shrunk by {trained_at} / {wanted}: trained at action scale {trained_at}")
             params = state.params.replace(policy=warm_start.policy_network_params(policy, state.params.policy))
             state, env_state, tracker = warm_up_statistics(state.replace(params=params), env_state, tracker, key)
             state = state.replace(normalizer=warm_start.with_policy_statistics(state.normalizer, policy))

@@ -7,6 +7,7 @@ critics, the optimiser and the multiplier start fresh; the critics' inputs get
 statistics from the usual warm-up unroll, now of the shipped policy.
 """
 
+import json
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -32,6 +33,24 @@ def load_shipped(path: Path, observation_size: int, action_size: int) -> PolicyP
             "same observation layout (the same tracking settings), or train from scratch"
         )
     return policy
+
+
+def shipped_action_scale(path: Path) -> float | None:
+    """The action scale a shipped expert was trained at (its spec.json), or None if it does not say."""
+    spec = Path(path) / "spec.json"
+    return json.loads(spec.read_text()).get("action_scale") if spec.is_file() else None
+
+
+def with_action_scale(policy: PolicyParams, trained_at: float, wanted: float) -> PolicyParams:
+    """`policy` with its mean actions shrunk by trained_at / wanted, for a run whose actions map to servo targets
+    at scale `wanted`: near zero action, where tanh is nearly linear, it then asks for the same targets as before.
+    Saturated outputs still ask for more than they did; the fine-tune corrects them. The log-std half is kept."""
+    ratio = trained_at / wanted
+    weights, biases = list(policy.weights), list(policy.biases)
+    half = biases[-1].shape[0] // 2
+    weights[-1] = jnp.asarray(weights[-1]).at[:, :half].multiply(ratio)
+    biases[-1] = jnp.asarray(biases[-1]).at[:half].multiply(ratio)
+    return policy.replace(weights=tuple(weights), biases=tuple(biases))
 
 
 def policy_network_params(policy: PolicyParams, template: dict) -> dict:

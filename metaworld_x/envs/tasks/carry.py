@@ -11,11 +11,13 @@ from metaworld_x.envs.task import RewardScales, Task, TaskConfig
 from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, HOLDING_DISTANCE, PALMS, box_features
 from metaworld_x.errors import UserError
 from metaworld_x.scene.compose import Placement
-from metaworld_x.scene.props import BOX_HALF_SIZE
+from metaworld_x.scene.props import BOX_HALF_SIZE, default_box_height
 
 # How far (m) a clip-aligned table's top reaches beyond the box's footprint on each side: enough to
 # set the box down on and no more, for the carry clip walks up close (its left thigh passes 6 cm from it).
 TABLE_MARGIN = 0.05
+# A clip's box starting lower than this (m) above the floor rests on it: pickup_carry's grip puts it 5 cm up.
+FLOOR_SNAP = 0.1
 
 
 @dataclass(frozen=True)
@@ -59,11 +61,15 @@ class Carry(Task):
     def scene_along(box_path: np.ndarray) -> tuple[Placement, ...]:
         """The props laid out for a clip whose box follows `box_path` [T, 3] (world positions, m).
 
-        The box starts at its first position; the table stands centred under
-        its last, its top just under the box's bottom there, so the clip's
-        last frame sets the box down on it.
+        The box starts at its first position, or resting on the floor when
+        that is within `FLOOR_SNAP` of it (the clip's grip puts a box lying on
+        the floor a few centimetres high); the table stands centred under its
+        last, its top just under the box's bottom there, so the clip's last
+        frame sets the box down on it.
         """
         start, end = (tuple(float(v) for v in p) for p in (box_path[0], box_path[-1]))
+        if start[2] - BOX_HALF_SIZE[2] < FLOOR_SNAP:
+            start = (start[0], start[1], default_box_height(None))
         height = end[2] - BOX_HALF_SIZE[2]
         if height <= 0.1:
             raise UserError(f"the clip leaves the box {end[2]:.2f} m high, too low for a table under it")

@@ -140,9 +140,16 @@ class TrackingConfig(TaskConfig):
     rewards: TrackingRewards = field(default_factory=TrackingRewards)
 
     @property
+    def moves_props(self) -> bool:
+        """Whether reset puts a box or props where the clip has them (object_joint, clip_props)."""
+        return bool(self.object_joint or self.clip_props)
+
+    @property
     def home_starts_possible(self) -> bool:
-        """Whether an episode may start from the home pose: not when reset must place a box or props from the clip."""
-        return not (self.object_joint or self.clip_props)
+        """Whether an episode may start from the home pose. With props from the clip, only at a named
+        `home_start_time`: reset puts them in the clip's state then (the box untouched on the floor) around the
+        robot at home; the frame closest to home might hold the box in the air, in hands that are not there."""
+        return not self.moves_props or self.home_start_time is not None
 
     def __post_init__(self):
         super().__post_init__()
@@ -162,8 +169,9 @@ class TrackingConfig(TaskConfig):
             raise UserError(f"max_deviation and home_max_deviation must be > 0 m, got {self.max_deviation}, {self.home_max_deviation}")
         if self.home_start_fraction and not self.home_starts_possible:
             raise UserError(
-                "home_start_fraction cannot be combined with object_joint or clip_props: a home start leaves the"
-                " box and props where the scene puts them, not where the moved clip has them; set it to 0"
+                "home_start_fraction with object_joint or clip_props needs home_start_time: a home start puts the"
+                " props in the clip's state at that time, around the robot in its home pose, so name a time the"
+                " robot can start from there (the props untouched), or set home_start_fraction to 0"
             )
         if self.scene_from_clip and len(self.clips) != 1:
             raise UserError(f"scene_from_clip lays one scene out along one clip; got {len(self.clips)} clips")
@@ -330,7 +338,11 @@ class Tracking(Task):
         The re-anchoring is the router's (`reference.reanchor`), step by step, so
         a home-start episode is what an expert lives through inside a router: its
         clip always starts from where it stands, and only its pose, height and
-        speed can be off, never where it has got to."""
+        speed can be off, never where it has got to. Not for a clip that moves
+        props: its box lies where the clip has it, and a router plays such a
+        clip in place, in a scene laid out as its own (`clip_in_place`)."""
+        if self.config.moves_props:
+            return lambda frame: frame
         now = frame_at(self.reference, info["clip"], info["ref_time"])
 
         def place(frame):
