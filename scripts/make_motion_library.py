@@ -93,6 +93,11 @@ FROM_REST = (
 )
 
 
+# (clip name, clip): a one-shot clip led into from the home pose by keyed steps (metaworld_x.motion.lead_in).
+# pickup_carry's first frame ends the person's step up to the box: feet 7-9 cm wider than home, hips bent 0.9 rad.
+LEAD_INS = (("pickup_carry_start", "pickup_carry"),)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="*", help="clip names to rebuild (default all)")
@@ -110,6 +115,7 @@ def build(out: Path, only: set[str] | None = None) -> None:
     from metaworld_x.motion import load_human_motion
     from metaworld_x.motion.clip import read_clip, save_clip
     from metaworld_x.motion.keyframes import KEYFRAMED, compose
+    from metaworld_x.motion.lead_in import with_lead_in
     from metaworld_x.motion.retarget import SourceInfo, retarget
     from metaworld_x.motion.transition import TransitionConfig, from_rest, gait_transition
     from metaworld_x.robot import robot_spec
@@ -119,6 +125,7 @@ def build(out: Path, only: set[str] | None = None) -> None:
     keyframed = [k for k in KEYFRAMED if only is None or k in only]
     transitions = [t for t in TRANSITIONS if only is None or t[0] in only]
     from_rest_clips = [t for t in FROM_REST if only is None or t[0] in only]
+    lead_ins = [t for t in LEAD_INS if only is None or t[0] in only]
     mocap = shared_dir()
     if recipes and (mocap is None or not (mocap / "mocap").is_dir()):
         raise UserError("the shared mocap folder (../shared/mocap or $METAWORLD_X_SHARED/mocap) is missing")
@@ -142,6 +149,10 @@ def build(out: Path, only: set[str] | None = None) -> None:
         clock = time.perf_counter()
         clip = from_rest(read_clip(out / f"{cycle}.npz"), skill, model=model, config=TransitionConfig(**timing),
                          progress=True)
+        _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
+    for name, source_clip in lead_ins:
+        clock = time.perf_counter()
+        clip = with_lead_in(read_clip(out / f"{source_clip}.npz"), model=model, progress=True)
         _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
 
 

@@ -92,12 +92,43 @@ def test_a_home_start_episode_sees_what_the_router_shows_the_expert_at_every_ste
     assert not np.any(np.asarray(state.info["step"]) == 0), "an episode ended; the comparison needs live ones"
 
 
-@pytest.mark.skipif(not (MOTIONS_DIR / "pickup_carry.npz").is_file(), reason="the carry expert's clip is missing")
-def test_a_prop_experts_home_start_keeps_its_clip_in_place_as_the_router_shows_it_in_its_scene():
-    """The carry expert's box lies where its clip has it, so a home start is not re-anchored: its observation is
-    the in-place one a router builds in a scene laid out as the expert's own (fetch), also once the robot moves."""
-    carry = expert_task(expert_spec("carry"))
-    task = Tracking(with_overrides(carry.config, {"home_start_fraction": 1.0}), objective=carry.objective)
+def _pickup_carry(**tracking) -> Tracking:
+    """Tracking of pickup_carry (squat, pick the box up off the floor, carry it, set it down) as a carry expert
+    that a router can start from home trains on it: the box where the clip has it, home starts at its t = 0."""
+    from metaworld_x.envs.tasks import make_task
+
+    settings = {"clips": ("pickup_carry",), "face_forward": True, "object_joint": "box", "scene_from_clip": True,
+                "episode_length": 300, "action_scale": 0.85, "home_start_time": 0.0, **tracking}
+    return Tracking(with_overrides(TrackingConfig(), settings), objective=make_task("carry"))
+
+
+@pytest.mark.skipif(not (MOTIONS_DIR / "pickup_carry.npz").is_file(), reason="assets/motions/pickup_carry.npz is missing")
+def test_a_prop_clips_home_start_puts_the_robot_at_home_beside_the_untouched_box_where_the_clip_has_it():
+    from metaworld_x.envs.compiled import CompiledTask
+    from metaworld_x.envs.reference import object_at
+    from metaworld_x.scene.props import default_box_height
+
+    task = _pickup_carry(home_start_fraction=1.0)
+    compiled = CompiledTask.build(task)
+    init, info = jax.jit(compiled.sample_resets)(jax.random.split(jax.random.PRNGKey(0), 4))
+    home, box_q = compiled.model.key_qpos[0], compiled.layout.joint("box").qpos_start
+    first_box = np.asarray(object_at(task.reference, 0, 0.0).pos)
+    assert np.all(np.asarray(info["ref_time"]) == 0.0)
+    for qpos in np.asarray(init.qpos):
+        np.testing.assert_allclose(qpos[7:26], home[7:26], atol=0.1)  # the home pose, with reset noise
+        np.testing.assert_allclose(qpos[box_q : box_q + 3], first_box, atol=1e-5)
+    # the scene laid out along the clip rests that box on the floor (the clip's grip holds it 5 cm up)
+    assert first_box[2] - default_box_height(None) < 0.1 and home[box_q + 2] == default_box_height(None)
+    np.testing.assert_allclose(home[box_q : box_q + 2], first_box[:2], atol=1e-6)
+    with pytest.raises(UserError, match="needs home_start_time"):
+        _pickup_carry(home_start_fraction=0.5, home_start_time=None)
+
+
+@pytest.mark.skipif(not (MOTIONS_DIR / "pickup_carry.npz").is_file(), reason="assets/motions/pickup_carry.npz is missing")
+def test_a_prop_clips_home_start_keeps_the_clip_in_place_as_a_router_shows_it_in_a_scene_laid_out_as_its_own():
+    """Its box lies where the clip has it, so a home start is not re-anchored: the expert's observation is the
+    in-place one a router builds in a scene laid out as the expert's own, also once the robot moves."""
+    task = _pickup_carry(home_start_fraction=1.0)
     env = make_env(task, 2, "cpu", nthread=1)
     state = env.reset(jax.random.PRNGKey(1))
     assert np.all(np.asarray(state.info["from_home"])) and np.all(np.asarray(state.info["ref_time"]) == 0.0)
