@@ -121,17 +121,18 @@ EXPERTS: dict[str, ExpertSpec] = {
                    ppo=_ppo(6_000_000, budget=0.06)),
         # The whole take: squat, grasp the box on the floor, stand up, carry it and set it down. The box starts
         # where the clip has it (object_joint: on the floor, or in the hands for a late start) and the table
-        # stands where the clip sets it down (scene_from_clip), so following the clip is a way to deliver it;
-        # 6 s episodes hold the 4.6 s clip and the set-down after it. The squat asks the hips for 0.81 of their
+        # stands where the clip sets it down (scene_from_clip), so following the clip is a way to deliver it.
+        # The squat asks the hips for 0.81 of their
         # half range, which the common 0.5 scale cannot reach (bodies up to 34 cm off the clip with the targets
         # clipped there; 0.85 reaches every frame). Fine-tuned from the carry-only expert (the clip from 1.8 s,
         # box in hands), which never picked the box up: a fetch starts with it on the floor. The clip's first
-        # frame already bends 0.9 rad at the hips, so 30 % of starts are from home at its t = 0, the box untouched
-        # on the floor where the clip has it, as a router starts it.
+        # frame ends a step (feet wider than home, hips bent 0.9 rad): pickup_carry_start leads into it from home
+        # by keyed side-steps, and half the starts are from home at its t = 0, the box untouched on the floor where
+        # the clip has it, as a router starts it. 8 s episodes hold the 7.3 s clip and the set-down.
         ExpertSpec("carry", "pick a box up from the floor with both hands, carry it to a table and set it down",
-                   ("pickup_carry",), "carry",
+                   ("pickup_carry_start",), "carry",
                    tracking={"face_forward": True, "object_joint": "box", "scene_from_clip": True,
-                             "episode_length": 300, "action_scale": 0.85,
+                             "episode_length": 400, "action_scale": 0.85,
                              "home_start_fraction": 0.5, "home_start_time": 0.0},
                    success_goal=9, ppo=_ppo(8_000_000, budget=0.06)),
         # The keyframed push and door clips move their prop (the box, the door's hinge): a late
