@@ -70,18 +70,18 @@ def test_home_start_puts_the_robot_at_rest_in_the_home_pose_and_the_clip_on_it()
     np.testing.assert_allclose(np.asarray(frames.root_pos[:, 2]), clip_height, atol=1e-6)
 
 
-def test_a_home_start_episode_sees_what_the_router_shows_the_expert_at_every_step():
-    """Both re-anchor the clip onto the robot each step, so the observations agree after the robot has moved too."""
-    task = _walk(home_start_fraction=1.0)
+def _matches_the_router_for_six_steps(task: Tracking, skill: SkillObservation):
+    """Steps two home-start episodes of `task` with small random actions, asserting at each step that its
+    observation equals the one a router builds for `skill`; returns the last state."""
     env = make_env(task, 2, "cpu", nthread=1)
     state = env.reset(jax.random.PRNGKey(1))
-    skill = SkillObservation("walk", task, "scene")
     scene = ExpertScene(objective=task.objective, skills=(skill,))
     objective_keys = tuple(task.objective.reset_info(jax.random.PRNGKey(0)))
 
     def routed(view, info):
         own = {k: info[k] for k in objective_keys}
-        return scene.observe(view, {**info, "skill_time": info["ref_time"][None], "skill_info": {"walk": own}})["expert/walk"]
+        observed = scene.observe(view, {**info, "skill_time": info["ref_time"][None], "skill_info": {skill.name: own}})
+        return observed[f"expert/{skill.name}"]
 
     routed = jax.jit(jax.vmap(routed))
     rng = np.random.default_rng(0)
@@ -90,6 +90,13 @@ def test_a_home_start_episode_sees_what_the_router_shows_the_expert_at_every_ste
                                    atol=1e-5)
         state = env.step(state, jnp.asarray(rng.uniform(-0.3, 0.3, (2, env.action_size)), jnp.float32))
     assert not np.any(np.asarray(state.info["step"]) == 0), "an episode ended; the comparison needs live ones"
+    return state
+
+
+def test_a_home_start_episode_sees_what_the_router_shows_the_expert_at_every_step():
+    """Both re-anchor the clip onto the robot each step, so the observations agree after the robot has moved too."""
+    task = _walk(home_start_fraction=1.0)
+    _matches_the_router_for_six_steps(task, SkillObservation("walk", task, "scene"))
 
 
 def _pickup_carry(**tracking) -> Tracking:
@@ -129,24 +136,8 @@ def test_a_prop_clips_home_start_keeps_the_clip_in_place_as_a_router_shows_it_in
     """Its box lies where the clip has it, so a home start is not re-anchored: the expert's observation is the
     in-place one a router builds in a scene laid out as the expert's own, also once the robot moves."""
     task = _pickup_carry(home_start_fraction=1.0)
-    env = make_env(task, 2, "cpu", nthread=1)
-    state = env.reset(jax.random.PRNGKey(1))
-    assert np.all(np.asarray(state.info["from_home"])) and np.all(np.asarray(state.info["ref_time"]) == 0.0)
-    skill = SkillObservation("carry", task, "shared", in_place=True)
-    scene = ExpertScene(objective=task.objective, skills=(skill,))
-    objective_keys = tuple(task.objective.reset_info(jax.random.PRNGKey(0)))
-
-    def routed(view, info):
-        own = {k: info[k] for k in objective_keys}
-        return scene.observe(view, {**info, "skill_time": info["ref_time"][None], "skill_info": {"carry": own}})["expert/carry"]
-
-    routed = jax.jit(jax.vmap(routed))
-    rng = np.random.default_rng(0)
-    for _ in range(6):
-        np.testing.assert_allclose(np.asarray(routed(state.data.view, state.info)), np.asarray(state.obs["state"]),
-                                   atol=1e-5)
-        state = env.step(state, jnp.asarray(rng.uniform(-0.3, 0.3, (2, env.action_size)), jnp.float32))
-    assert not np.any(np.asarray(state.info["step"]) == 0), "an episode ended; the comparison needs live ones"
+    state = _matches_the_router_for_six_steps(task, SkillObservation("carry", task, "shared", in_place=True))
+    assert np.all(np.asarray(state.info["from_home"]))
     frames = jax.vmap(task._frame)(state.data.view, state.info)
     clip = frame_at(task.reference, 0, float(state.info["ref_time"][0]))
     np.testing.assert_allclose(np.asarray(frames.root_pos[0]), np.asarray(clip.root_pos), atol=1e-6)  # not moved

@@ -32,10 +32,9 @@ from scipy.spatial.transform import Rotation
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
-from metaworld_x.motion.contacts import ContactConfig
 from metaworld_x.motion.keyframes import KeyframeClip, KeyPose, compose, home_points, minimum_jerk
-from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, solve_clip
-from metaworld_x.motion.transition import targets_from_poses
+from metaworld_x.motion.retarget import SourceInfo, solve_clip
+from metaworld_x.motion.transition import _slerp, poses_from_rest_config, targets_from_poses
 
 
 @dataclass(frozen=True)
@@ -80,12 +79,11 @@ def lead_in_keys(clip: Clip, frame: int, home: dict[str, np.ndarray], config: Le
         raise UserError(
             f"clip {clip.skill!r}: a foot is off the ground at {frame / clip.fps:.2f} s; lead into a time when both stand"
         )
-    start = {side: tuple(float(v) for v in home[f"{side}_foot"]) for side in ("left", "right")}
+    placed = {side: tuple(float(v) for v in home[f"{side}_foot"]) for side in ("left", "right")}
     pelvis = tuple(float(v) for v in home["pelvis"])
     roll_pitch_yaw = Rotation.from_quat(clip.root_quat[frame], scalar_first=True).as_euler("ZYX")[::-1]
     t = config.stand_s
     keys = [KeyPose(0.0, pelvis), KeyPose(t, pelvis)]
-    placed = dict(start)
     for side, standing in (("left", "right"), ("right", "left")):
         over = (pelvis[0], pelvis[1] + np.sign(placed[standing][1]) * config.shift, pelvis[2])
         t += config.shift_s
@@ -127,16 +125,15 @@ def with_lead_in(clip: Clip, *, model: mujoco.MjModel, config: LeadInConfig | No
     target = clip_poses[0]
     tail = lead_poses[-count:]
     blended = (1 - weight) * tail + weight * target
-    rotations = Rotation.from_quat(tail[:, 3:7], scalar_first=True)
-    turn = (rotations.inv() * Rotation.from_quat(target[3:7], scalar_first=True)).as_rotvec()
-    blended[:, 3:7] = (rotations * Rotation.from_rotvec(turn * weight)).as_quat(scalar_first=True)
+    blended[:, 3:7] = _slerp(Rotation.from_quat(tail[:, 3:7], scalar_first=True),
+                             Rotation.from_quat(target[3:7], scalar_first=True), weight).as_quat(scalar_first=True)
     lead_poses = np.concatenate([lead_poses[:-count], blended])
     poses = np.concatenate([lead_poses, clip_poses])
     waiting = None
     if clip.object_pose is not None:
         waiting = np.concatenate([np.repeat(clip.object_pose[frame : frame + 1], len(lead_poses), axis=0),
                                   clip.object_pose[frame:]])
-    retarget = RetargetConfig(fps=clip.fps, align_start=False, floor_percentile=None, contacts=ContactConfig(speed=0.3))
+    retarget = poses_from_rest_config(clip.fps)
     source = SourceInfo(kind=clip.source, file=clip.source_file, licence=clip.licence, attribution=clip.attribution)
     info = {**clip.info, "lead_in_s": len(lead_poses) / clip.fps, "joined_at_s": config.join_at, "loop": False}
     result = solve_clip(targets_from_poses(model, poses), clip.skill, model=model, config=retarget, source=source,

@@ -188,13 +188,19 @@ def from_rest(cycle: Clip, skill: str, *, model: mujoco.MjModel, config: Transit
     A router starts every expert standing; a cycle alone (crawl) never stands, so its expert cannot start there."""
     _check_joints(cycle)
     source = SourceInfo(kind="mocap", file=cycle.source_file, licence=cycle.licence, attribution=cycle.attribution)
-    # The poses stand on z = 0. A floor found from the frames would sit below it: mid-way the blend puts the
-    # knees through the floor for a second, which lifted a whole 4 s clip 13 cm off the ground. On that floor
-    # the crawl's toes brush it for 3 frames at 0.5 m/s, which the default 0.6 m/s took for stances it could not
-    # pin (2.4 cm/s skating); a sole that fast is not standing.
-    retarget = RetargetConfig(fps=cycle.fps, align_start=False, floor_percentile=None, contacts=ContactConfig(speed=0.3))
+    retarget = poses_from_rest_config(cycle.fps)
     return _solve(GaitCycle.still(home_qpos(model, HOME_ROOT_HEIGHT)), GaitCycle.of(cycle), ["home", cycle.skill], skill,
                   model, config, retarget, source, progress)
+
+
+def poses_from_rest_config(fps: float) -> RetargetConfig:
+    """How poses blended out of the home pose go through the IK (`from_rest`, `lead_in.with_lead_in`).
+
+    The poses stand on z = 0. A floor found from the frames would sit below it: mid-way the blend puts the
+    knees through the floor for a second, which lifted a whole 4 s clip 13 cm off the ground. On that floor
+    the crawl's toes brush it for 3 frames at 0.5 m/s, which the default 0.6 m/s took for stances it could not
+    pin (2.4 cm/s skating); a sole that fast is not standing."""
+    return RetargetConfig(fps=fps, align_start=False, floor_percentile=None, contacts=ContactConfig(speed=0.3))
 
 
 def _check_joints(*clips: Clip) -> None:
