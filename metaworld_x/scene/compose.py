@@ -38,10 +38,11 @@ PUSH_TABLE = (0.85, 0.0, 0.0)
 PUSH_BOX = (0.62, 0.0, default_box_height("push_table"))
 PUSH_MARKER = (PUSH_BOX[0] + 0.2, 0.0, PUSH_TABLE_HEIGHT + 0.002)
 
-# The fetch scene: the pickup_carry clip's box on the floor 0.34 m ahead, and its table 2.27 m ahead (clip turned to face +x).
-FETCH_BOX = (0.339, 0.094, default_box_height(None))
-FETCH_TABLE = (2.271, -0.140, 0.0)
-FETCH_TABLE_HEIGHT = 0.624
+# The fetch scene: the pickup_carry clip's box on the floor 0.56 m ahead, where its hands pick it up, and its table
+# 2.28 m ahead (clip turned to face +x).
+FETCH_BOX = (0.564, 0.145, default_box_height(None))
+FETCH_TABLE = (2.276, -0.153, 0.0)
+FETCH_TABLE_HEIGHT = 0.463
 
 # Default places, used when a prop is asked for by name alone.
 DEFAULT_PLACES: dict[str, tuple[float, float, float]] = {
