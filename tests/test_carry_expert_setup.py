@@ -90,8 +90,8 @@ def test_every_start_puts_the_box_where_the_clip_has_it_and_between_the_palms_on
         if held[i]:
             palms.append([np.linalg.norm(data.site(f"{side}_palm").xpos - data.body("box").xpos) for side in ("left", "right")])
     palms = np.asarray(palms)
-    # pressed on the box's sides by the clip's grip (motion.grip): within holding distance, not inside the box
-    assert (palms > BOX_HALF_SIZE[1]).all() and (palms < HOLDING_DISTANCE).all(), palms
+    # pressed on the box's sides by the clip's grip (motion.grip): within holding distance, at the faces
+    assert (palms > GripConfig().hand_offset - 0.01).all() and (palms < HOLDING_DISTANCE).all(), palms
 
 
 def test_the_box_starts_in_the_grip_and_is_not_thrown(carry):
@@ -132,7 +132,9 @@ def test_a_home_start_stands_at_home_beside_the_box_untouched_on_the_floor(carry
         np.testing.assert_allclose(init.qpos[i][box_q : box_q + 3], first_box, atol=1e-5)
         data = _data(compiled, init.qpos[i], init.qvel[i])
         assert min(np.linalg.norm(data.site(f"{s}_palm").xpos - data.body("box").xpos) for s in ("left", "right")) > 0.35
-    assert first_box[2] - BOX_HALF_SIZE[2] < 0.1, "the box starts on the floor, within the clip's grip offset"
+    stand = _data(compiled, init.qpos[home_starts[0]], init.qvel[home_starts[0]]).site("stand").xpos
+    np.testing.assert_allclose(first_box, stand + [0, 0, BOX_HALF_SIZE[2]], atol=0.002)  # on its low stand
+    assert stand[2] < 0.15
 
 
 def test_box_velocities_are_the_derivatives_of_its_path():
@@ -200,10 +202,9 @@ def test_the_fetch_scene_is_laid_out_as_the_carry_experts_clip_so_a_router_plays
     own, there = mujoco.MjData(compiled.model), mujoco.MjData(fetch)
     mujoco.mj_forward(compiled.model, own)
     mujoco.mj_forward(fetch, there)
-    for name in ("box", "table"):
+    for name in ("box", "table", "stand"):
         np.testing.assert_allclose(there.body(name).xpos, own.body(name).xpos, atol=0.01)
-    np.testing.assert_allclose(there.site("table").xpos, own.site("table").xpos, atol=0.01)
-    assert there.body("box").xpos[2] == default_box_height(None), "resting on the floor"
+        np.testing.assert_allclose(there.site(name).xpos, own.site(name).xpos, atol=0.01)
     assert clip_in_place(fetch, task, 0.0)
     assert not clip_in_place(build_model("carry", "h1_hands"), task, 0.0)
 
@@ -299,3 +300,18 @@ def test_the_box_is_tracked_as_an_imitation_term_that_a_box_left_on_the_floor_lo
     assert scored(lifted, where) > 0.999
     on_floor = np.array([where[0], where[1], BOX_HALF_SIZE[2]])
     assert scored(lifted, on_floor) < 0.01
+
+
+def test_a_box_resting_above_the_floor_gets_a_stand_and_a_held_one_none():
+    from metaworld_x.envs.tasks.carry import Carry
+
+    table_end = [2.0, 0.0, 0.7]
+    resting = np.array([[0.5, 0.1, 0.257]] * 20 + [table_end])
+    placed = {p.prop: p for p in Carry.scene_along(resting)}
+    assert placed["box"].pos == (0.5, 0.1, 0.257)
+    stand = dict(placed["stand"].options)
+    assert placed["stand"].pos == (0.5, 0.1, 0.0) and abs(stand["height"] - (0.257 - BOX_HALF_SIZE[2])) < 0.002
+    on_floor = {p.prop: p for p in Carry.scene_along(np.array([[0.5, 0.1, 0.16]] * 20 + [table_end]))}
+    assert "stand" not in on_floor and on_floor["box"].pos[2] < 0.16, "within 2 cm of the floor: on it"
+    held = np.linspace([0.5, 0.1, 0.9], table_end, 30)  # moving from the start: in the clip's hands
+    assert {p.prop for p in Carry.scene_along(held)} == {"box", "table"}

@@ -38,11 +38,14 @@ PUSH_TABLE = (0.85, 0.0, 0.0)
 PUSH_BOX = (0.62, 0.0, default_box_height("push_table"))
 PUSH_MARKER = (PUSH_BOX[0] + 0.2, 0.0, PUSH_TABLE_HEIGHT + 0.002)
 
-# The fetch scene: the pickup_carry clip's box on the floor 0.56 m ahead, where its hands pick it up, and its table
-# 2.28 m ahead (clip turned to face +x).
-FETCH_BOX = (0.564, 0.145, default_box_height(None))
-FETCH_TABLE = (2.276, -0.153, 0.0)
-FETCH_TABLE_HEIGHT = 0.463
+# The fetch scene: the pickup_carry clip's box on a low stand 0.54 m ahead, where its balanced hands pick it up, and
+# its table 2.27 m ahead (clip turned to face +x).
+FETCH_STAND = (0.543, 0.144, 0.0)
+FETCH_STAND_HEIGHT = 0.108
+FETCH_BOX = (0.543, 0.144, FETCH_STAND_HEIGHT + default_box_height(None))
+FETCH_TABLE = (2.280, -0.132, 0.0)
+FETCH_TABLE_HEIGHT = 0.568
+FETCH_TOP = (0.2, 0.23)  # the stand's and the table's half top: the box's footprint and 5 cm
 
 # Default places, used when a prop is asked for by name alone.
 DEFAULT_PLACES: dict[str, tuple[float, float, float]] = {
@@ -78,7 +81,8 @@ SCENES: dict[str, tuple[Placement, ...]] = {
     # (`Carry.scene_along` of that clip; a test keeps the two within a centimetre).
     "fetch": (
         Placement("box", FETCH_BOX),
-        Placement("table", FETCH_TABLE, (("height", FETCH_TABLE_HEIGHT), ("half_top", (0.2, 0.23)))),
+        Placement("table", FETCH_TABLE, (("height", FETCH_TABLE_HEIGHT), ("half_top", FETCH_TOP))),
+        Placement("stand", FETCH_STAND, (("height", FETCH_STAND_HEIGHT), ("half_top", FETCH_TOP))),
     ),
 }
 

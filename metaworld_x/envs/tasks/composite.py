@@ -8,11 +8,12 @@ from metaworld_x.envs.observations import site_distances
 from metaworld_x.envs.rewards import closeness, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
 from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, HOLDING_DISTANCE, PALMS, box_features
-from metaworld_x.scene.props import BOX_HALF_SIZE, default_box_height
+from metaworld_x.scene.compose import FETCH_BOX
+from metaworld_x.scene.props import BOX_HALF_SIZE
 
 # Sub-goals in order; `info["phase"]` counts those reached (0 to 4).
 SUBGOALS = ("approach", "lift", "transport", "place")
-BOX_START_HEIGHT = default_box_height(None)  # the fetch scene's box lies on the floor
+BOX_START_HEIGHT = FETCH_BOX[2]  # on the fetch scene's low stand
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class FetchRewards(RewardScales):
 @dataclass(frozen=True)
 class FetchConfig(TaskConfig):
     lift_height: float = 0.1
-    """How far (m) off the floor the box must be raised for "lift" (the clip lifts it 0.85 m)."""
+    """How far (m) off its stand the box must be raised for "lift" (the clip lifts it 0.75 m)."""
     transport_radius: float = 0.3
     """Horizontal distance (m) of the box from the table's centre that completes "transport"."""
     place_distance: float = 0.08
@@ -38,8 +39,8 @@ class FetchConfig(TaskConfig):
 class Fetch(Task):
     """A composite task in four sub-goals, reached in order and never lost:
 
-    1. approach: both palms at the box, on the floor;
-    2. lift: the box raised `lift_height` off the floor, palms still on it;
+    1. approach: both palms at the box, on its low stand;
+    2. lift: the box raised `lift_height` off the stand, palms still on it;
     3. transport: the box within `transport_radius` of the table, horizontally;
     4. place: the box resting on the table top within `place_distance`.
 
