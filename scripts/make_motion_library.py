@@ -51,6 +51,8 @@ class Recipe:
     """Segment end (s); None: the end of the file."""
     rate: float = 1.0
     """Playback rate: the same poses this many times as fast, where the task needs more speed than the person."""
+    grip: bool = False
+    """Close the hands on the scene's box from the lift on and put the box where they hold it (motion.grip)."""
 
 
 RECIPES = (
@@ -71,7 +73,9 @@ RECIPES = (
     Recipe("pickup", "pickup", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 2.2),
     # The whole take as one clip: squat, grasp the box on the floor, stand up with it, carry it and set it
     # down. The carry clip alone starts with the box in the hands, which no expert puts there (fetch 0/10).
-    Recipe("pickup_carry", "carry", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 4.6),
+    # The person's hands hold OMOMO's larger box 4-11 cm outside our box's faces and close 22 cm beyond where
+    # it rests: the grip puts them on it.
+    Recipe("pickup_carry", "carry", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 4.6, grip=True),
     # reach_one_hand is keyframed (metaworld_x.motion.keyframes): DeepMimic's punch, the only one-arm reach
     # here, lunges 1.3 m and asks the right shoulder for more than its servo range; no policy learned it.
     # A real two-hand reach: the box raised forward to head height (the shared mocap has no free-hand one).
@@ -114,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 def build(out: Path, only: set[str] | None = None) -> None:
     from metaworld_x.motion import load_human_motion
     from metaworld_x.motion.clip import read_clip, save_clip
+    from metaworld_x.motion.grip import with_grip
     from metaworld_x.motion.keyframes import KEYFRAMED, compose
     from metaworld_x.motion.lead_in import with_lead_in
     from metaworld_x.motion.retarget import SourceInfo, retarget
@@ -135,6 +140,8 @@ def build(out: Path, only: set[str] | None = None) -> None:
         source = SourceInfo(kind="mocap", file=path.name, licence=recipe.licence[0], attribution=recipe.licence[1])
         clip = retarget(load_human_motion(path), recipe.skill, model=model, source=source,
                         start=recipe.start, end=recipe.end, playback_rate=recipe.rate, progress=True)
+        if recipe.grip:
+            clip = with_grip(clip, model=model, progress=True)
         _report(save_clip(clip, out / f"{recipe.name}.npz"), clip, time.perf_counter() - clock)
     for name in keyframed:
         clock = time.perf_counter()

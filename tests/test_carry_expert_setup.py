@@ -203,3 +203,25 @@ def test_bad_object_settings_are_user_errors():
         CompiledTask.build(Tracking(with_overrides(TrackingConfig(), {"clips": ("carry",), "object_joint": "box"})))
     with pytest.raises(UserError, match="'box' cannot take the options"):
         build_scene((Placement("box", (0.0, 0.0, 1.0), (("height", 0.5),)),))
+
+
+def test_the_box_is_tracked_as_an_imitation_term_that_a_dropped_box_loses(carry):
+    """A paddle resting on the box's top scored full "hold"; object_pos asks for the box where the clip has it."""
+    task, compiled, _, _ = carry
+    assert "object_pos" in task.imitation_terms and "object_pos" in task.reward_names
+    assert "object_pos" not in expert_task(EXPERTS["walk"]).reward_names, "only tasks with an object_joint score it"
+    terms = jax.jit(lambda view, info: task.reward_terms(view, info, jnp.zeros(19)))
+    scale = task.config.rewards.object_pos
+
+    def scored(time, box_pos):
+        ref, box = frame_at(task.reference, 0, time), object_at(task.reference, 0, time)
+        qpos = np.concatenate([ref.root_pos, ref.root_quat, ref.joint_pos, box_pos, box.quat])
+        info = {**task.clip_info(0, time), "last_action": jnp.zeros(19), "step": jnp.asarray(0)}
+        return float(terms(_view(compiled, qpos, np.zeros(compiled.model.nv)), info)["object_pos"]) / scale
+
+    carried = float(task.reference.duration(0)) / 2
+    where = np.asarray(object_at(task.reference, 0, carried).pos)
+    assert where[2] > 0.6, "held up in the hands"
+    assert scored(carried, where) > 0.999
+    on_floor = np.array([where[0], where[1], BOX_HALF_SIZE[2]])
+    assert scored(carried, on_floor) < 0.05

@@ -199,7 +199,8 @@ def held_object(clip: Clip) -> dict[str, np.ndarray]:
     grip is one fixed offset in the object's frame (the median over the frames
     where both hands are within GRASP_REACH of the object), so the box moves
     rigidly with the object all through the clip. A clip whose hands never hold
-    the object keeps its pose. Velocities are central differences.
+    the object keeps its pose, and so does a clip whose object is the box already
+    (`motion.grip.with_grip`, marked by `info["grip"]`). Velocities are central differences.
     """
     from scipy.spatial.transform import Rotation
 
@@ -207,7 +208,7 @@ def held_object(clip: Clip) -> dict[str, np.ndarray]:
     pos = clip.object_pose[:, 4:].astype(np.float64)
     names = clip.keypoint_names
     holding = np.zeros(clip.num_frames, bool)
-    if all(h in names for h in HANDS):
+    if all(h in names for h in HANDS) and "grip" not in clip.info:
         left, right = (rot.inv().apply(clip.keypoint_pos[:, names.index(h)] - pos) for h in HANDS)
         holding = (np.linalg.norm(left, axis=-1) < GRASP_REACH) & (np.linalg.norm(right, axis=-1) < GRASP_REACH)
     if holding.any():

@@ -74,11 +74,15 @@ class TrackingRewards(RewardScales):
     root_orientation: float = 0.1
     end_effector: float = 0.15
     com: float = 0.1
+    object_pos: float = 0.2
+    """The `object_joint` object (the box) where the clip has it; scored only by tasks that track one. Without it
+    a carry policy scored full "hold" with a paddle resting on the box's top and never lifted it (session 17)."""
     action_rate: float = 0.02
     torque: float = 0.01
 
 
 IMITATION_TERMS = ("joint_pos", "joint_vel", "keypoint_pos", "root_pos", "root_orientation", "end_effector", "com")
+OBJECT_TERMS = ("object_pos",)  # imitation terms of a task with an `object_joint` only
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,8 @@ class TrackingConfig(TaskConfig):
     """exp(-k·mean squared hand and foot error (m²)), relative to the root."""
     com_k: float = 2.0
     """exp(-k·squared error of the centre of mass velocity against the reference root velocity ((m/s)²))."""
+    object_pos_k: float = 10.0
+    """exp(-k·squared distance (m²) of the `object_joint` object from the clip's): 0.41 at 0.3 m."""
     max_deviation: float = 0.5
     """Early termination when a keypoint or the `object_joint` object is farther than this (m) from its reference."""
     home_max_deviation: float = 1.0
@@ -310,8 +316,13 @@ class Tracking(Task):
     # ---- rewards -------------------------------------------------------------
 
     @property
+    def imitation_terms(self) -> tuple[str, ...]:
+        """The imitation terms scored: the object's only where the task tracks one (`object_joint`)."""
+        return IMITATION_TERMS + (OBJECT_TERMS if self.config.object_joint else ())
+
+    @property
     def reward_names(self) -> tuple[str, ...]:
-        own = super().reward_names
+        own = tuple(n for n in super().reward_names if n in self.imitation_terms or n not in OBJECT_TERMS)
         extra = tuple(TASK_PREFIX + n for n in self.objective.reward_names) if self.objective else ()
         return own + extra
 
@@ -319,8 +330,8 @@ class Tracking(Task):
         scales = self.config.rewards
         ref = self._frame(view, info)
         terms = {}
-        for name in IMITATION_TERMS + ("action_rate", "torque"):
-            weight = self.config.track_weight if name in IMITATION_TERMS else 1.0
+        for name in self.imitation_terms + ("action_rate", "torque"):
+            weight = self.config.track_weight if name in self.imitation_terms else 1.0
             value = getattr(self, f"_reward_{name}")(view, info, action, ref)
             terms[name] = weight * getattr(scales, name) * jnp.asarray(value, jnp.float32)
         if self.objective is not None:
@@ -391,6 +402,11 @@ class Tracking(Task):
     def _reward_com(self, view, info, action, ref):
         return jnp.exp(-self.config.com_k * jnp.sum((view.com_vel - ref.root_lin_vel) ** 2))
 
+    def _reward_object_pos(self, view, info, action, ref):
+        target = object_at(self.reference, info["clip"], info["ref_time"]).pos
+        error = view.joint_qpos(self.config.object_joint)[:3] - target
+        return jnp.exp(-self.config.object_pos_k * jnp.sum(error**2))
+
     def _reward_action_rate(self, view, info, action, ref):
         return -jnp.mean((action - info["last_action"]) ** 2)
 
@@ -400,8 +416,8 @@ class Tracking(Task):
     def account(self, view, info, terms):
         """Imitation and task parts of this step, for the Lagrangian trainer and for success."""
         scales = self.config.rewards
-        total_scale = sum(getattr(scales, n) for n in IMITATION_TERMS) * self.config.track_weight
-        imitation = sum(terms[n] for n in IMITATION_TERMS) / total_scale
+        total_scale = sum(getattr(scales, n) for n in self.imitation_terms) * self.config.track_weight
+        imitation = sum(terms[n] for n in self.imitation_terms) / total_scale
         task = sum((terms[n] for n in terms if n.startswith(TASK_PREFIX)), jnp.zeros((), jnp.float32))
         task = task / self.config.task_weight
         error = jnp.mean(self.keypoint_errors(view, info))

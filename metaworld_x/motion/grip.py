@@ -1,0 +1,166 @@
+"""A clip's hands closed on the scene's box, and the box put where they close, so that following the clip lifts it.
+
+A mocap object is not the box between the H1's paddles, and the robot's hands
+are not the person's. In OMOMO's large-box pickup (pickup_carry) the held box
+(`reference.held_object`) is 0.36 m across, but:
+
+- the hand sites hold it 0.46-0.60 m apart, 4-11 cm outside each face;
+- at the lift the robot's hands close 22 cm beyond where the box rests: the
+  retargeted object follows the robot's hands only once lifted;
+- the squatting hands never come lower than 0.31 m, above the top of a 0.3 m
+  box resting on the floor.
+
+A policy that followed such a clip exactly would never touch the box. The
+lead-in run got down to it in 10/10 home episodes and lifted it in none
+(session 16).
+
+`with_grip` fits the hands and the box to each other from the lift on. The lift
+is the first frame where the held box rises `lift_threshold` above its rest.
+
+- Across the box: each hand moves along the level line from the right hand to
+  the left (the box's y axis) to `squeeze` inside the face it touches. Both hands move by the same
+  amount, so their midpoint stays.
+- Down: both hands move down by one fixed amount, so that at the lift they hold
+  the resting box `grip_height` above its centre.
+- The change ramps in over `ramp_s` before the lift (minimum jerk) and holds to
+  the end.
+- The poses go through the same IK, foot-pinning and contact stages as
+  retargeted mocap (`retarget.solve_clip`).
+- The box path is rebuilt from the solved hands. From the lift on, the box sits
+  below their midpoint, upright, its y axis level from the right hand to the
+  left, as far below them as it rests on the floor at the lift (`grip_height`,
+  or a little more where the IK could not bring the hands down so far). Before
+  the lift it rests where the hands pick it up.
+- The clip stores the box's own pose, marked by `info["grip"]`, which
+  `held_object` takes as is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import mujoco
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from metaworld_x.errors import UserError
+from metaworld_x.motion.clip import Clip
+from metaworld_x.motion.keyframes import minimum_jerk
+from metaworld_x.motion.retarget import SourceInfo, solve_clip
+from metaworld_x.motion.scaling import SIDES
+from metaworld_x.motion.transition import poses_from_rest_config, targets_from_poses
+from metaworld_x.robot.model import PADDLE_HALF_SIZE
+from metaworld_x.scene.props import BOX_HALF_SIZE
+
+
+@dataclass(frozen=True)
+class GripConfig:
+    """The box held, and where, how hard and from when the hands hold it."""
+
+    box_half_size: tuple[float, float, float] = BOX_HALF_SIZE
+    """Half extents (m) of the box held; y lies across the hands."""
+    paddle_half_size: tuple[float, float, float] = PADDLE_HALF_SIZE
+    """Half extents (m) of a paddle hand, centred 2 cm beyond the hand site; its thickness (y) faces the box."""
+    hand_radius: float = 0.035
+    """Radius (m) of the H1's hand sphere at the hand site: thicker than the paddle, it touches a face first."""
+    squeeze: float = 0.04
+    """How far (m) inside the face each hand is asked to be, so that the servos press the hands on. The
+    shoulders' 100 N m/rad at 0.55 m press about 5 N per cm; holding the 1.5 kg box at friction 1 takes 7.4 N
+    a side before it accelerates."""
+    grip_height: float = 0.07
+    """How far (m) above the box's centre the hands hold it: the paddles (0.12 m high) stay on the faces
+    (0.3 m high), and the squatting hands need come down less far to a box on the floor."""
+    ramp_s: float = 0.3
+    """The grip closes over this long before the lift."""
+    lift_threshold: float = 0.005
+    """How far (m) the held box must rise above its rest for the lift to begin."""
+
+    def __post_init__(self) -> None:
+        if min(self.box_half_size) <= 0 or min(self.paddle_half_size) <= 0 or self.hand_radius < 0:
+            raise UserError("the box's and the paddle's half sizes must be positive and the hand's radius not negative")
+        if not 0 <= self.squeeze < self.box_half_size[1]:
+            raise UserError(f"squeeze must be in [0, {self.box_half_size[1]}) m, got {self.squeeze}")
+        if not 0 <= self.grip_height <= self.box_half_size[2] - self.paddle_half_size[2]:
+            raise UserError(f"grip_height must be in [0, {self.box_half_size[2] - self.paddle_half_size[2]:.3f}] m "
+                            f"(the paddles on the box's faces), got {self.grip_height}")
+        if self.ramp_s <= 0 or self.lift_threshold <= 0:
+            raise UserError("ramp_s and lift_threshold must be positive")
+
+    @property
+    def hand_offset(self) -> float:
+        """How far (m) from the box's centre plane each hand site is put."""
+        return self.box_half_size[1] + max(self.paddle_half_size[1], self.hand_radius) - self.squeeze
+
+
+def lift_frame(object_z: np.ndarray, threshold: float) -> int:
+    """The first frame where a box that starts at rest has risen `threshold` above its starting height."""
+    risen = np.flatnonzero(object_z > object_z[0] + threshold)
+    if risen.size == 0:
+        raise UserError("the clip's object is never lifted; there is nothing to grip")
+    return int(risen[0])
+
+
+def _hands(clip: Clip) -> np.ndarray:
+    """[T, 2, 3] hand sites, in SIDES order."""
+    return np.stack([clip.keypoint_pos[:, clip.keypoint_names.index(f"{side}_hand")] for side in SIDES], axis=1)
+
+
+def _across(hands: np.ndarray) -> np.ndarray:
+    """[T, 3] level unit vectors from the right hand to the left: the held box's y axis."""
+    across = (hands[:, 0] - hands[:, 1]) * [1.0, 1.0, 0.0]
+    return across / np.linalg.norm(across, axis=-1, keepdims=True)
+
+
+def _upright(across: np.ndarray) -> np.ndarray:
+    """[T, 4] quaternions (w, x, y, z) of an upright box whose y axis is `across`."""
+    up = np.broadcast_to([0.0, 0.0, 1.0], across.shape)
+    return Rotation.from_matrix(np.stack([np.cross(across, up), across, up], axis=-1)).as_quat(scalar_first=True)
+
+
+def with_grip(clip: Clip, *, model: mujoco.MjModel, config: GripConfig | None = None,
+              progress: bool = False) -> Clip:
+    """`clip` with its hands closed on the box from the lift on, and the box where they hold it (module docstring)."""
+    from metaworld_x.envs.reference import held_object
+
+    config = config or GripConfig()
+    if clip.object_pose is None:
+        raise UserError(f"clip {clip.skill!r} holds no object; a grip needs one")
+    lift = lift_frame(held_object(clip)["object_pos"][:, 2], config.lift_threshold)
+    hands = _hands(clip)
+    middle = hands.mean(axis=1)
+    across = _across(hands)
+    lowest = middle[lift:, 2].min()  # the hands rise from the lift on: hold the box there without it in the floor
+    drop = lowest - config.grip_height - config.box_half_size[2]
+    if drop < 0:
+        raise UserError(f"the clip's hands are {-drop:.3f} m too low at the lift to hold a box of this size there")
+    t = np.arange(clip.num_frames, dtype=np.float64)
+    ramp = config.ramp_s * clip.fps
+    weight = minimum_jerk((t - (lift - ramp)) / ramp)[:, None]
+    sign = np.array([1.0, -1.0])[None, :, None]  # the left hand on the box's +y face, the right on its -y face
+    spread = np.einsum("tij,tj->ti", hands - middle[:, None], across)[..., None]
+    shift = weight[:, None] * ((sign * config.hand_offset - spread) * across[:, None] - [0.0, 0.0, drop])
+
+    poses = np.concatenate([clip.root_pos, clip.root_quat, clip.joint_pos], axis=1)
+    targets = targets_from_poses(model, poses)
+    positions = dict(targets.positions)
+    for i, side in enumerate(SIDES):
+        for part in ("wrist", "elbow"):  # the elbow goes along, or its target holds the hand back
+            positions[f"{side}_{part}"] = positions[f"{side}_{part}"] + shift[:, i]
+    source = SourceInfo(kind=clip.source, file=clip.source_file, licence=clip.licence, attribution=clip.attribution)
+    result = solve_clip(replace(targets, positions=positions), clip.skill, model=model,
+                        config=poses_from_rest_config(clip.fps), source=source, info=clip.info, progress=progress)
+
+    # The IK leaves the squatting hands a few cm above their targets: hold the box as far below them as it then
+    # is at the lift, resting on the floor, so that it neither floats nor sinks before they raise it.
+    hands = _hands(result)
+    middle = hands.mean(axis=1)
+    held_at = middle[lift, 2] - config.box_half_size[2]
+    if not 0 <= held_at <= config.box_half_size[2]:
+        raise UserError(f"the solved hands hold the box {held_at:.3f} m above its centre at the lift, off its faces")
+    centre = middle - [0.0, 0.0, held_at]
+    quat = _upright(_across(hands))
+    centre[:lift], quat[:lift] = centre[lift], quat[lift]
+    info = {**result.info, "grip": {"lift_s": lift / clip.fps, "hand_offset": config.hand_offset,
+                                    "hands_lowered": float(drop), "held_above_centre": float(held_at)}}
+    return replace(result, info=info,
+                   object_pose=np.concatenate([quat, centre], axis=1).astype(clip.object_pose.dtype))

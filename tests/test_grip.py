@@ -1,0 +1,111 @@
+"""The grip fitted to pickup_carry: its hands hold the scene's box, and the box rests where they pick it up.
+
+OMOMO's person holds a larger box than the one between the H1's paddles, and
+the robot's hands close elsewhere than the person's. `motion.grip.with_grip`
+fits the two together, so a policy that follows the clip lifts the box.
+"""
+
+import mujoco
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from metaworld_x.envs.reference import held_object
+from metaworld_x.errors import UserError
+from metaworld_x.motion.clip import load_clip
+from metaworld_x.motion.grip import GripConfig, lift_frame, with_grip
+from metaworld_x.paths import MOTIONS_DIR
+from metaworld_x.robot import robot_spec
+from metaworld_x.robot.model import PADDLE_HALF_SIZE
+from metaworld_x.scene import build_model
+from metaworld_x.scene.compose import Placement
+from metaworld_x.scene.props import BOX_HALF_SIZE
+
+CLIP = MOTIONS_DIR / "pickup_carry.npz"
+needs_clip = pytest.mark.skipif(not CLIP.is_file(), reason="assets/motions/pickup_carry.npz is missing")
+SIDES = ("left", "right")
+
+
+@pytest.fixture(scope="module")
+def gripped():
+    clip = load_clip(CLIP)
+    box = held_object(clip)
+    rot = Rotation.from_quat(box["object_quat"], scalar_first=True)
+    hands = np.stack([clip.keypoint_pos[:, clip.keypoint_names.index(f"{s}_hand")] for s in SIDES], axis=1)
+    local = np.stack([rot.inv().apply(hands[:, i] - box["object_pos"]) for i in range(2)], axis=1)
+    return clip, box, local, int(round(clip.info["grip"]["lift_s"] * clip.fps))
+
+
+@needs_clip
+def test_from_the_lift_on_each_hand_presses_into_its_face_of_the_box(gripped):
+    clip, _, local, lift = gripped
+    config = GripConfig()
+    across = local[lift:, :, 1]
+    np.testing.assert_allclose(across[:, 0], config.hand_offset, atol=0.012)
+    np.testing.assert_allclose(across[:, 1], -config.hand_offset, atol=0.012)
+    contact = BOX_HALF_SIZE[1] + config.hand_radius
+    assert np.all(np.abs(across) < contact - 0.02), "inside the face: the servos press the hands on"
+    assert np.all(np.abs(local[lift:, :, 0]) < BOX_HALF_SIZE[0] - 0.03), "on the face, not past its edges"
+    assert np.all(np.abs(local[lift:, :, 2]) < BOX_HALF_SIZE[2] - 0.03)
+    assert config.hand_radius > PADDLE_HALF_SIZE[1], "the hand sphere, not the paddle, bounds the hand"
+    assert clip.info["grip"]["hands_lowered"] > 0.05, "the squat's hands come down to the box's faces"
+
+
+@needs_clip
+def test_the_box_rests_upright_on_the_floor_until_the_lift_and_then_rises_with_the_hands(gripped):
+    clip, box, _, lift = gripped
+    pos = box["object_pos"]
+    np.testing.assert_allclose(pos[: lift + 1, 2], BOX_HALF_SIZE[2], atol=0.003)
+    assert np.ptp(pos[:lift], axis=0).max() < 1e-6, "still before the lift"
+    up = Rotation.from_quat(box["object_quat"], scalar_first=True).apply([0.0, 0.0, 1.0])
+    assert up[:, 2].min() > 0.999, "upright"
+    assert pos[-1, 2] > pos[lift, 2] + 0.3, "set down on a table, off the floor"
+    speed = np.linalg.norm(box["object_lin_vel"], axis=-1)
+    assert speed[: lift + 3].max() < 0.3, "no jump at the lift"
+
+
+@needs_clip
+def test_following_the_clip_presses_both_hands_on_the_box(gripped):
+    """The robot in the clip's pose and the box where the clip has it: mid-carry both hands are in contact."""
+    clip, box, _, lift = gripped
+    model = build_model((Placement("box", (0.0, 0.0, 1.0)),), "h1_hands")
+    data = mujoco.MjData(model)
+    box_q = model.jnt_qposadr[model.joint("box").id]
+    box_geom = model.geom("box").id
+    for frame in range(lift + 25, clip.num_frames - 5, 20):
+        data.qpos[:3], data.qpos[3:7], data.qpos[7:26] = clip.root_pos[frame], clip.root_quat[frame], clip.joint_pos[frame]
+        data.qpos[box_q : box_q + 3], data.qpos[box_q + 3 : box_q + 7] = box["object_pos"][frame], box["object_quat"][frame]
+        mujoco.mj_forward(model, data)
+        depth = {side: 0.0 for side in SIDES}
+        for c in data.contact[: data.ncon]:
+            if box_geom in (c.geom1, c.geom2):
+                other = model.body(model.geom_bodyid[c.geom2 if c.geom1 == box_geom else c.geom1]).name
+                for side in SIDES:
+                    if other.startswith(side):
+                        depth[side] = min(depth[side], c.dist)
+        assert all(d < -0.02 for d in depth.values()), f"t = {frame / clip.fps:.2f} s: contact depths {depth}"
+
+
+def test_the_lift_is_where_a_resting_box_first_rises():
+    z = np.array([0.2, 0.2, 0.201, 0.207, 0.3])
+    assert lift_frame(z, 0.005) == 3
+    with pytest.raises(UserError, match="never lifted"):
+        lift_frame(np.full(5, 0.2), 0.005)
+
+
+def test_bad_grips_are_refused_with_what_to_change():
+    with pytest.raises(UserError, match="squeeze"):
+        GripConfig(squeeze=0.5)
+    with pytest.raises(UserError, match="grip_height"):
+        GripConfig(grip_height=0.2)
+    with pytest.raises(UserError, match="positive"):
+        GripConfig(ramp_s=0.0)
+
+
+@needs_clip
+def test_a_clip_without_an_object_cannot_be_gripped():
+    from dataclasses import replace
+
+    clip = replace(load_clip(CLIP), object_pose=None)
+    with pytest.raises(UserError, match="holds no object"):
+        with_grip(clip, model=robot_spec("h1").compile())
