@@ -51,8 +51,6 @@ class Recipe:
     """Segment end (s); None: the end of the file."""
     rate: float = 1.0
     """Playback rate: the same poses this many times as fast, where the task needs more speed than the person."""
-    grip: bool = False
-    """Close the hands on the scene's box from the lift on and put the box where they hold it (motion.grip)."""
 
 
 RECIPES = (
@@ -73,9 +71,7 @@ RECIPES = (
     Recipe("pickup", "pickup", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 2.2),
     # The whole take as one clip: squat, grasp the box on the floor, stand up with it, carry it and set it
     # down. The carry clip alone starts with the box in the hands, which no expert puts there (fetch 0/10).
-    # The person's hands hold OMOMO's larger box 4-11 cm outside our box's faces and close 22 cm beyond where
-    # it rests: the grip puts them on it.
-    Recipe("pickup_carry", "carry", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 4.6, grip=True),
+    Recipe("pickup_carry", "carry", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 4.6),
     # reach_one_hand is keyframed (metaworld_x.motion.keyframes): DeepMimic's punch, the only one-arm reach
     # here, lunges 1.3 m and asks the right shoulder for more than its servo range; no policy learned it.
     # A real two-hand reach: the box raised forward to head height (the shared mocap has no free-hand one).
@@ -97,9 +93,12 @@ FROM_REST = (
 )
 
 
-# (clip name, clip): a one-shot clip led into from the home pose by keyed steps (metaworld_x.motion.lead_in).
+# (clip name, clip, grip): a one-shot clip led into from the home pose by keyed steps (metaworld_x.motion.lead_in),
+# then with grip its hands closed on the scene's box and the box put where they pick it up (metaworld_x.motion.grip).
 # pickup_carry's first frame ends the person's step up to the box: feet 7-9 cm wider than home, hips bent 0.9 rad.
-LEAD_INS = (("pickup_carry_start", "pickup_carry"),)
+# The person's hands hold OMOMO's larger box 4-11 cm outside our box's faces, and reaching for it with shorter arms
+# the IK leant the robot 0.3 m past its toes: the grip, balanced, fits the two together.
+LEAD_INS = (("pickup_carry_start", "pickup_carry", True),)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,8 +139,6 @@ def build(out: Path, only: set[str] | None = None) -> None:
         source = SourceInfo(kind="mocap", file=path.name, licence=recipe.licence[0], attribution=recipe.licence[1])
         clip = retarget(load_human_motion(path), recipe.skill, model=model, source=source,
                         start=recipe.start, end=recipe.end, playback_rate=recipe.rate, progress=True)
-        if recipe.grip:
-            clip = with_grip(clip, model=model, progress=True)
         _report(save_clip(clip, out / f"{recipe.name}.npz"), clip, time.perf_counter() - clock)
     for name in keyframed:
         clock = time.perf_counter()
@@ -157,9 +154,11 @@ def build(out: Path, only: set[str] | None = None) -> None:
         clip = from_rest(read_clip(out / f"{cycle}.npz"), skill, model=model, config=TransitionConfig(**timing),
                          progress=True)
         _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
-    for name, source_clip in lead_ins:
+    for name, source_clip, grip in lead_ins:
         clock = time.perf_counter()
         clip = with_lead_in(read_clip(out / f"{source_clip}.npz"), model=model, progress=True)
+        if grip:
+            clip = with_grip(clip, model=model, progress=True)
         _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
 
 

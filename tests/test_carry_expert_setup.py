@@ -225,3 +225,18 @@ def test_the_box_is_tracked_as_an_imitation_term_that_a_dropped_box_loses(carry)
     assert scored(carried, where) > 0.999
     on_floor = np.array([where[0], where[1], BOX_HALF_SIZE[2]])
     assert scored(carried, on_floor) < 0.05
+
+
+def test_a_box_resting_above_the_floor_gets_a_stand_and_a_held_one_none():
+    from metaworld_x.envs.tasks.carry import Carry
+
+    table_end = [2.0, 0.0, 0.7]
+    resting = np.array([[0.5, 0.1, 0.257]] * 20 + [table_end])
+    placed = {p.prop: p for p in Carry.scene_along(resting)}
+    assert placed["box"].pos == (0.5, 0.1, 0.257)
+    stand = dict(placed["stand"].options)
+    assert placed["stand"].pos == (0.5, 0.1, 0.0) and abs(stand["height"] - (0.257 - BOX_HALF_SIZE[2])) < 0.002
+    on_floor = {p.prop: p for p in Carry.scene_along(np.array([[0.5, 0.1, 0.16]] * 20 + [table_end]))}
+    assert "stand" not in on_floor and on_floor["box"].pos[2] < 0.16, "within 2 cm of the floor: on it"
+    held = np.linspace([0.5, 0.1, 0.9], table_end, 30)  # moving from the start: in the clip's hands
+    assert {p.prop for p in Carry.scene_along(held)} == {"box", "table"}

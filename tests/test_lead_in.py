@@ -53,11 +53,10 @@ def test_each_foot_steps_out_once_to_where_the_clips_foot_stands(made):
 def test_after_the_lead_in_it_is_the_clip_from_the_join_and_the_box_waits_there_until_then(made):
     _, clip, led, lead, join = made
     # The whole sequence is solved again by the IK, on the clip's own keypoints as targets: the hands, which carry
-    # the box, stay within 2 cm; feet pinned with this clip's contacts move a few cm in a few frames, and so do the
-    # elbows of the grip (motion.grip), where the IK bent the arms to press the hands on the box.
+    # the box, stay within 2 cm; feet pinned with this clip's contacts move a few cm in a few frames.
     off = np.linalg.norm(led.keypoint_pos[lead:] - clip.keypoint_pos[join:], axis=-1)
     hands = [led.keypoint_names.index(f"{side}_hand") for side in ("left", "right")]
-    assert off[:, hands].max() < 0.02 and np.median(off) < 0.01 and np.percentile(off.max(axis=1), 90) < 0.04
+    assert off[:, hands].max() < 0.02 and np.median(off) < 0.01 and np.percentile(off.max(axis=1), 90) < 0.03
     np.testing.assert_array_equal(led.object_pose[:lead], np.broadcast_to(clip.object_pose[join], (lead, 7)))
     np.testing.assert_array_equal(led.object_pose[lead:], clip.object_pose[join:])
     # the join is smooth in position: no frame-to-frame jump larger than the clip's own

@@ -22,8 +22,13 @@ is the first frame where the held box rises `lift_threshold` above its rest.
   amount, so their midpoint stays.
 - Down: both hands move down by one fixed amount, so that at the lift they hold
   the resting box `grip_height` above its centre.
-- The change ramps in over `ramp_s` before the lift (minimum jerk) and holds to
-  the end.
+- The change ramps in over `ramp_s` before the lift (minimum jerk). Over
+  `raise_s` after it the hands rise back, and `grip_height` more, so the carried
+  box is where the person's hands hold theirs, clear of the robot's thighs.
+- The IK keeps the robot's centre of mass over its feet while both stand
+  (`IkConfig.balance_cost`): reaching for the box with shorter arms than the
+  person's, it had leant the robot 0.3 m past its toes. Balanced, its hands
+  reach down to a box resting 11 cm up, so the box rests there, on a stand.
 - The poses go through the same IK, foot-pinning and contact stages as
   retargeted mocap (`retarget.solve_clip`).
 - The box path is rebuilt from the solved hands. From the lift on, the box sits
@@ -47,7 +52,7 @@ from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
 from metaworld_x.motion.keyframes import minimum_jerk
 from metaworld_x.motion.retarget import SourceInfo, solve_clip
-from metaworld_x.motion.scaling import SIDES
+from metaworld_x.motion.scaling import KEYPOINT_NAMES, SIDES
 from metaworld_x.motion.transition import poses_from_rest_config, targets_from_poses
 from metaworld_x.robot.model import PADDLE_HALF_SIZE
 from metaworld_x.scene.props import BOX_HALF_SIZE
@@ -72,6 +77,14 @@ class GripConfig:
     (0.3 m high), and the squatting hands need come down less far to a box on the floor."""
     ramp_s: float = 0.3
     """The grip closes over this long before the lift."""
+    raise_s: float = 0.8
+    """Over this long after the lift the hands rise back by `hands_lowered` and `grip_height` more, so that the
+    carried box is where the person's hands hold theirs, clear of the thighs (hung `grip_height` lower, it
+    went 14 cm into the pelvis mid-walk)."""
+    balance_cost: float = 10.0
+    """The IK's pull of the centre of mass over the soles (`IkConfig.balance_cost`). The person squats to the box
+    with the hips back; the robot's shorter arms, reaching for the same box, had the IK lean it 0.3 m past its
+    toes, a pose no policy can hold."""
     lift_threshold: float = 0.005
     """How far (m) the held box must rise above its rest for the lift to begin."""
 
@@ -83,8 +96,8 @@ class GripConfig:
         if not 0 <= self.grip_height <= self.box_half_size[2] - self.paddle_half_size[2]:
             raise UserError(f"grip_height must be in [0, {self.box_half_size[2] - self.paddle_half_size[2]:.3f}] m "
                             f"(the paddles on the box's faces), got {self.grip_height}")
-        if self.ramp_s <= 0 or self.lift_threshold <= 0:
-            raise UserError("ramp_s and lift_threshold must be positive")
+        if self.ramp_s <= 0 or self.raise_s <= 0 or self.lift_threshold <= 0:
+            raise UserError("ramp_s, raise_s and lift_threshold must be positive")
 
     @property
     def hand_offset(self) -> float:
@@ -136,31 +149,41 @@ def with_grip(clip: Clip, *, model: mujoco.MjModel, config: GripConfig | None = 
     t = np.arange(clip.num_frames, dtype=np.float64)
     ramp = config.ramp_s * clip.fps
     weight = minimum_jerk((t - (lift - ramp)) / ramp)[:, None]
+    raised = minimum_jerk((t - lift) / (config.raise_s * clip.fps))[:, None]
     sign = np.array([1.0, -1.0])[None, :, None]  # the left hand on the box's +y face, the right on its -y face
     spread = np.einsum("tij,tj->ti", hands - middle[:, None], across)[..., None]
-    shift = weight[:, None] * ((sign * config.hand_offset - spread) * across[:, None] - [0.0, 0.0, drop])
+    height = -drop * weight + (drop + config.grip_height) * raised  # [T, 1] the hands' vertical shift
+    shift = weight[:, None] * (sign * config.hand_offset - spread) * across[:, None]
+    shift[..., 2] += height
 
     poses = np.concatenate([clip.root_pos, clip.root_quat, clip.joint_pos], axis=1)
     targets = targets_from_poses(model, poses)
     positions = dict(targets.positions)
+    # The person's pelvis, not the leaning robot's: with the balance task it takes the hips back.
+    positions["pelvis"] = clip.target_pos[:, KEYPOINT_NAMES.index("pelvis")].astype(np.float64)
     for i, side in enumerate(SIDES):
         for part in ("wrist", "elbow"):  # the elbow goes along, or its target holds the hand back
             positions[f"{side}_{part}"] = positions[f"{side}_{part}"] + shift[:, i]
     source = SourceInfo(kind=clip.source, file=clip.source_file, licence=clip.licence, attribution=clip.attribution)
-    result = solve_clip(replace(targets, positions=positions), clip.skill, model=model,
-                        config=poses_from_rest_config(clip.fps), source=source, info=clip.info, progress=progress)
+    retarget = poses_from_rest_config(clip.fps)
+    retarget = replace(retarget, ik=replace(retarget.ik, balance_cost=config.balance_cost))
+    result = solve_clip(replace(targets, positions=positions), clip.skill, model=model, config=retarget,
+                        source=source, info=clip.info, progress=progress)
 
-    # The IK leaves the squatting hands a few cm above their targets: hold the box as far below them as it then
-    # is at the lift, resting on the floor, so that it neither floats nor sinks before they raise it.
-    hands = _hands(result)
-    middle = hands.mean(axis=1)
-    held_at = middle[lift, 2] - config.box_half_size[2]
-    if not 0 <= held_at <= config.box_half_size[2]:
-        raise UserError(f"the solved hands hold the box {held_at:.3f} m above its centre at the lift, off its faces")
+    # The hands hold the box `grip_height` above its centre. Where the IK, keeping the robot balanced, leaves them
+    # higher than that above a box on the floor, the box rests higher: on a stand (`Carry.scene_along`). Where it
+    # brings them lower, it rests on the floor and they hold it lower on its faces.
+    solved = _hands(result)
+    middle = solved.mean(axis=1)
+    rest = max(middle[lift, 2] - config.grip_height, config.box_half_size[2])
+    held_at = middle[lift, 2] - rest
+    if held_at < 0:
+        raise UserError(f"the solved hands are {-held_at:.3f} m below the box's centre at the lift, off its faces")
     centre = middle - [0.0, 0.0, held_at]
-    quat = _upright(_across(hands))
+    quat = _upright(_across(solved))
     centre[:lift], quat[:lift] = centre[lift], quat[lift]
     info = {**result.info, "grip": {"lift_s": lift / clip.fps, "hand_offset": config.hand_offset,
-                                    "hands_lowered": float(drop), "held_above_centre": float(held_at)}}
+                                    "hands_lowered": float(drop), "held_above_centre": float(held_at),
+                                    "rest_height": float(rest - config.box_half_size[2])}}
     return replace(result, info=info,
                    object_pose=np.concatenate([quat, centre], axis=1).astype(clip.object_pose.dtype))

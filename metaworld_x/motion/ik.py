@@ -57,6 +57,11 @@ class IkConfig:
     False leaves it to `contact_cost` alone."""
     posture_cost: float = 0.02
     """Pull towards the home pose, which also picks one of several equal solutions."""
+    balance_cost: float = 0.0
+    """Cost on the centre of mass's horizontal distance from the soles' midpoint while both feet stand (0: off). The keypoints
+    alone can ask for a pose the robot cannot stand in: where its arms are shorter than the person's, reaching
+    the hands' targets low and far ahead moved pickup_carry's pelvis 0.33 m ahead of the person's, the centre
+    of mass 0.3 m past the toes."""
     damping: float = 1e-3
     """Levenberg-Marquardt damping of the QP."""
     iterations: int = 2
@@ -180,6 +185,11 @@ class PoseSolver:
         self.posture = mink.PostureTask(model, cost=config.posture_cost)
         self.posture.set_target(home_qpos(model))
         self.tasks = [self.pelvis, self.torso, *self.feet.values(), *self.position_tasks.values(), self.posture]
+        self.balance = None
+        if config.balance_cost > 0:
+            self.balance = mink.ComTask(cost=[config.balance_cost, config.balance_cost, 0.0])
+            self.balance.set_target(np.zeros(3))  # set from the soles each frame
+            self.tasks.append(self.balance)
         velocities = {name: config.max_joint_speed for name in JOINT_NAMES}
         self.limits = [mink.ConfigurationLimit(model), mink.VelocityLimit(model, velocities)]
         self._identity = np.eye(3)
@@ -267,6 +277,18 @@ class PoseSolver:
                 task.set_orientation_cost(0.0)
         for key, task in self.position_tasks.items():
             task.set_target(_se3(self._identity, targets.positions[key]))
+        if self.balance is not None:
+            self._set_balance(targets)
+
+    def _set_balance(self, targets: FrameTargets) -> None:
+        """Centre of mass over the soles' midpoint while both stand, as far as both are pinned; a step is dynamic
+        balance, left to the keypoints."""
+        cost = self.config.balance_cost * min(targets.pinned)
+        self.balance.set_cost(np.array([cost, cost, 0.0]))
+        if cost > 0:
+            soles = [targets.positions[f"{side}_ankle"] + targets.foot_rot[side] @ self._sole_in_ankle[side][0]
+                     for side in SIDES]
+            self.balance.set_target(np.mean(soles, axis=0))
 
 
 def _site_in_parent(model: mujoco.MjModel, site: str, body: str) -> tuple[np.ndarray, np.ndarray]:

@@ -75,9 +75,10 @@ def add_table(spec: mujoco.MjSpec, pos, height: float = TABLE_HEIGHT, half_top=T
     _add_table_like(spec, "table", pos, height, half_top)
 
 
-def add_stand(spec: mujoco.MjSpec, pos) -> None:
-    """A low stand the box starts on, at a height the H1's arms reach."""
-    _add_table_like(spec, "stand", pos, STAND_HEIGHT, half_top=(0.25, 0.3))
+def add_stand(spec: mujoco.MjSpec, pos, height: float = STAND_HEIGHT, half_top=(0.25, 0.3)) -> None:
+    """A stand the box starts on, at a height the H1's arms reach; a scene may set its `height` and `half_top`
+    (the carry expert's stand holds the box where its clip's hands pick it up: `Carry.scene_along`)."""
+    _add_table_like(spec, "stand", pos, height, half_top)
 
 
 def add_chair(spec: mujoco.MjSpec, pos) -> None:

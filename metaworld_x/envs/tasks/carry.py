@@ -16,8 +16,13 @@ from metaworld_x.scene.props import BOX_HALF_SIZE, default_box_height
 # How far (m) a clip-aligned table's top reaches beyond the box's footprint on each side: enough to
 # set the box down on and no more, for the carry clip walks up close (its left thigh passes 6 cm from it).
 TABLE_MARGIN = 0.05
-# A clip's box starting lower than this (m) above the floor rests on it: pickup_carry's grip puts it 5 cm up.
+# A clip's box resting lower than this (m) above the floor rests on it (the raw pickup_carry's held box sits 5 cm up,
+# tilted 12°); higher, on a stand under it.
 FLOOR_SNAP = 0.1
+# A clip's box that moves less than this (m) over its first frames rests at the start (the raw take's jitters 0.3 mm);
+# one that moves more is in the clip's hands (the carry clip's moves 6 cm).
+RESTING_MOTION = 0.005
+RESTING_FRAMES = 10
 
 
 @dataclass(frozen=True)
@@ -61,23 +66,28 @@ class Carry(Task):
     def scene_along(box_path: np.ndarray) -> tuple[Placement, ...]:
         """The props laid out for a clip whose box follows `box_path` [T, 3] (world positions, m).
 
-        The box starts at its first position, or resting on the floor when
-        that is within `FLOOR_SNAP` of it (the clip's grip puts a box lying on
-        the floor a few centimetres high); the table stands centred under its
-        last, its top just under the box's bottom there, so the clip's last
-        frame sets the box down on it.
+        The box starts at its first position. A box at rest there (still over
+        the first `RESTING_FRAMES`) rests on the floor when it is within
+        `FLOOR_SNAP` of it, else on a stand under it as high as it rests
+        (pickup_carry's grip puts the box where the balanced robot's hands
+        pick it up, 11 cm up). A box that moves from the start is in the
+        clip's hands. The table stands centred under its last position, its
+        top just under the box's bottom there, so the clip's last frame sets
+        the box down on it.
         """
         start, end = (tuple(float(v) for v in p) for p in (box_path[0], box_path[-1]))
-        if start[2] - BOX_HALF_SIZE[2] < FLOOR_SNAP:
-            start = (start[0], start[1], default_box_height(None))
+        half_top = (BOX_HALF_SIZE[0] + TABLE_MARGIN, BOX_HALF_SIZE[1] + TABLE_MARGIN)
         height = end[2] - BOX_HALF_SIZE[2]
         if height <= 0.1:
             raise UserError(f"the clip leaves the box {end[2]:.2f} m high, too low for a table under it")
-        half_top = (BOX_HALF_SIZE[0] + TABLE_MARGIN, BOX_HALF_SIZE[1] + TABLE_MARGIN)
-        return (
-            Placement("box", start),
-            Placement("table", (end[0], end[1], 0.0), (("height", height), ("half_top", half_top))),
-        )
+        props = [Placement("table", (end[0], end[1], 0.0), (("height", height), ("half_top", half_top)))]
+        resting = np.ptp(box_path[:RESTING_FRAMES], axis=0).max() < RESTING_MOTION
+        rest = start[2] - BOX_HALF_SIZE[2]
+        if resting and rest < FLOOR_SNAP:
+            start = (start[0], start[1], default_box_height(None))
+        elif resting:
+            props.append(Placement("stand", (start[0], start[1], 0.0), (("height", rest - 0.001), ("half_top", half_top))))
+        return (Placement("box", start), *props)
 
     def _box_to_goal(self, view):
         goal = view.site("table") + jnp.asarray([0.0, 0.0, BOX_HALF_SIZE[2]])
