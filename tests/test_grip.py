@@ -33,7 +33,7 @@ def gripped():
     rot = Rotation.from_quat(box["object_quat"], scalar_first=True)
     hands = np.stack([clip.keypoint_pos[:, clip.keypoint_names.index(f"{s}_hand")] for s in SIDES], axis=1)
     local = np.stack([rot.inv().apply(hands[:, i] - box["object_pos"]) for i in range(2)], axis=1)
-    return clip, box, local, int(round(clip.info["grip"]["lift_s"] * clip.fps))
+    return clip, box, local, round(clip.info["grip"]["lift_s"] * clip.fps)
 
 
 @needs_clip
