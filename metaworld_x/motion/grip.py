@@ -18,8 +18,8 @@ lead-in run got down to it in 10/10 home episodes and lifted it in none
 is the first frame where the held box rises `lift_threshold` above its rest.
 
 - Across the box: each hand moves along the level line from the right hand to
-  the left (the box's y axis) to `squeeze` inside the face it touches. Both hands move by the same
-  amount, so their midpoint stays.
+  the left (the box's y axis) to `squeeze` inside the face it touches. Both
+  hands move by the same amount, so their midpoint stays.
 - Down: both hands move down by one fixed amount, so that at the lift they hold
   the resting box `grip_height` above its centre.
 - The change ramps in over `ramp_s` before the lift (minimum jerk). Over
@@ -32,10 +32,10 @@ is the first frame where the held box rises `lift_threshold` above its rest.
 - The poses go through the same IK, foot-pinning and contact stages as
   retargeted mocap (`retarget.solve_clip`).
 - The box path is rebuilt from the solved hands. From the lift on, the box sits
-  below their midpoint, upright, its y axis level from the right hand to the
-  left, as far below them as it rests on the floor at the lift (`grip_height`,
-  or a little more where the IK could not bring the hands down so far). Before
-  the lift it rests where the hands pick it up.
+  `grip_height` below their midpoint (less where they come lower than that
+  above a box on the floor), upright, its y axis level from the right hand to
+  the left. Before the lift it rests where the hands pick it up: on the floor,
+  or on a stand as high as it then is (`Carry.scene_along`).
 - The clip stores the box's own pose, marked by `info["grip"]`, which
   `held_object` takes as is.
 """

@@ -58,10 +58,10 @@ class IkConfig:
     posture_cost: float = 0.02
     """Pull towards the home pose, which also picks one of several equal solutions."""
     balance_cost: float = 0.0
-    """Cost on the centre of mass's horizontal distance from the soles' midpoint while both feet stand (0: off). The keypoints
-    alone can ask for a pose the robot cannot stand in: where its arms are shorter than the person's, reaching
-    the hands' targets low and far ahead moved pickup_carry's pelvis 0.33 m ahead of the person's, the centre
-    of mass 0.3 m past the toes."""
+    """Cost on the centre of mass's horizontal distance from the soles' midpoint while both feet stand (0: off).
+    The keypoints alone can ask for a pose the robot cannot stand in: where its arms are shorter than the
+    person's, reaching the hands' targets low and far ahead moved pickup_carry's pelvis 0.33 m ahead of the
+    person's, the centre of mass 0.3 m past the toes."""
     damping: float = 1e-3
     """Levenberg-Marquardt damping of the QP."""
     iterations: int = 2
@@ -247,10 +247,8 @@ class PoseSolver:
         for index, side in enumerate(SIDES):
             if targets.pinned[index] < 1.0:
                 continue
-            offset, axes = self._sole_in_ankle[side]
-            rotation = targets.foot_rot[side]
-            sole = targets.positions[f"{side}_ankle"] + rotation @ offset
-            self.sole_pins[side].set_target(sole, rotation @ axes[:, 0])
+            axes = self._sole_in_ankle[side][1]
+            self.sole_pins[side].set_target(self._sole_target(targets, side), targets.foot_rot[side] @ axes[:, 0])
             pins.append(self.sole_pins[side])
         return pins
 
@@ -286,9 +284,11 @@ class PoseSolver:
         cost = self.config.balance_cost * min(targets.pinned)
         self.balance.set_cost(np.array([cost, cost, 0.0]))
         if cost > 0:
-            soles = [targets.positions[f"{side}_ankle"] + targets.foot_rot[side] @ self._sole_in_ankle[side][0]
-                     for side in SIDES]
-            self.balance.set_target(np.mean(soles, axis=0))
+            self.balance.set_target(np.mean([self._sole_target(targets, side) for side in SIDES], axis=0))
+
+    def _sole_target(self, targets: FrameTargets, side: str) -> np.ndarray:
+        """[3] where `side`'s sole centre is when its ankle meets its target."""
+        return targets.positions[f"{side}_ankle"] + targets.foot_rot[side] @ self._sole_in_ankle[side][0]
 
 
 def _site_in_parent(model: mujoco.MjModel, site: str, body: str) -> tuple[np.ndarray, np.ndarray]:

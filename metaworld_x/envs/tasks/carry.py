@@ -86,7 +86,8 @@ class Carry(Task):
         if resting and rest < FLOOR_SNAP:
             start = (start[0], start[1], default_box_height(None))
         elif resting:
-            props.append(Placement("stand", (start[0], start[1], 0.0), (("height", rest - 0.001), ("half_top", half_top))))
+            stand = start[2] - default_box_height(None)  # the box as far above its top as above a floor
+            props.append(Placement("stand", (start[0], start[1], 0.0), (("height", stand), ("half_top", half_top))))
         return (Placement("box", start), *props)
 
     def _box_to_goal(self, view):
