@@ -40,11 +40,11 @@ PUSH_MARKER = (PUSH_BOX[0] + 0.2, 0.0, PUSH_TABLE_HEIGHT + 0.002)
 
 # The fetch scene: the pickup_carry clip's box on a low stand 0.54 m ahead, where its balanced hands pick it up, and
 # its table 2.27 m ahead (clip turned to face +x).
-FETCH_STAND = (0.543, 0.144, 0.0)
-FETCH_STAND_HEIGHT = 0.108
-FETCH_BOX = (0.543, 0.144, FETCH_STAND_HEIGHT + default_box_height(None))
-FETCH_TABLE = (2.280, -0.132, 0.0)
-FETCH_TABLE_HEIGHT = 0.568
+FETCH_STAND = (0.537, 0.147, 0.0)
+FETCH_STAND_HEIGHT = 0.106
+FETCH_BOX = (0.537, 0.147, FETCH_STAND_HEIGHT + default_box_height(None))
+FETCH_TABLE = (2.283, -0.121, 0.0)
+FETCH_TABLE_HEIGHT = 0.635
 FETCH_TOP = (0.2, 0.23)  # the stand's and the table's half top: the box's footprint and 5 cm
 
 # Default places, used when a prop is asked for by name alone.
