@@ -23,7 +23,7 @@ from metaworld_x.envs.physics_view import BatchViewReader
 from metaworld_x.envs.reference import facing_forward, frame_at, held_object, object_at
 from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks import make_task
-from metaworld_x.envs.tasks.box import HOLDING_DISTANCE
+from metaworld_x.envs.tasks.box import HOLDING_DISTANCE, PALMS, grip
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
 from metaworld_x.errors import UserError
 from metaworld_x.expert_specs import EXPERTS
@@ -299,6 +299,27 @@ def test_the_box_is_tracked_as_an_imitation_term_that_a_box_left_on_the_floor_lo
     assert scored(lifted, where) > 0.999
     on_floor = np.array([where[0], where[1], BOX_HALF_SIZE[2]])
     assert scored(lifted, on_floor) < 0.01
+
+
+def test_grip_pays_palms_on_the_side_faces_and_little_for_palms_on_top(carry):
+    """The carry objective's grip: "hold" paid a palm anywhere within 0.23 m of the box's centre, so a policy
+    resting its paddles on the box's top scored in full and never lifted it."""
+    task, compiled, init, info = carry
+    held = np.flatnonzero(_held(task, info))
+    views = [_view(compiled, init.qpos[i], init.qvel[i]) for i in held]
+    scores = [float(grip(view)) for view in views]
+    assert min(scores) > 0.99, f"the clip's grip holds the palms on the faces: {scores}"
+
+    view = views[0]
+    palm_ids = [view.layout.sites.index(p) for p in PALMS]
+    rot, centre = np.asarray(view.site_rot("box")), np.asarray(view.site("box"))
+    on_top = [centre + rot @ np.array([0.0, side * 0.12, BOX_HALF_SIZE[2] + 0.035]) for side in (1, -1)]
+    top_view = view.replace(site_pos=view.site_pos.at[jnp.asarray(palm_ids)].set(jnp.asarray(np.stack(on_top))))
+    assert float(grip(top_view)) < 0.3, "paddles resting on the top are not a grip"
+    swapped = view.replace(site_pos=view.site_pos.at[jnp.asarray(palm_ids)].set(view.site_pos[jnp.asarray(palm_ids[::-1])]))
+    assert float(grip(swapped)) > 0.99, "either palm may take either face"
+    one_off = view.replace(site_pos=view.site_pos.at[palm_ids[0]].add(jnp.asarray(rot[:, 1] * 0.3)))
+    assert float(grip(one_off)) < 0.6, "both palms must be on the box"
 
 
 def test_a_box_resting_above_the_floor_gets_a_stand_and_a_held_one_none():

@@ -3,6 +3,7 @@
 import jax.numpy as jnp
 
 from metaworld_x.envs.observations import relative_to_robot, site_offsets, to_heading_frame
+from metaworld_x.envs.rewards import closeness
 from metaworld_x.scene.props import BOX_HALF_SIZE
 
 PALMS = ("left_palm", "right_palm")
@@ -10,6 +11,14 @@ PALMS = ("left_palm", "right_palm")
 HOLDING_DISTANCE = BOX_HALF_SIZE[1] + 0.05
 BOX_SITES = ("box",) + PALMS
 BOX_JOINTS = ("box",)
+
+# Where a palm grips the box, in the box's frame: on a side face across y, its centre no further out than the
+# H1's hand sphere (radius 3.5 cm, 2 cm behind the palm) lets it come, nor further in than a paddle that has
+# slid round the edge; low enough along z that the 12 cm paddle stays on the 30 cm face, and away from the
+# face's front and back edges. A palm on the box's top, which "near the box" pays in full, is 6-10 cm off it.
+GRIP_ACROSS = (BOX_HALF_SIZE[1] - 0.06, BOX_HALF_SIZE[1] + 0.04)
+GRIP_ALONG = BOX_HALF_SIZE[0] - 0.05
+GRIP_UP = BOX_HALF_SIZE[2] - 0.06
 
 
 def box_features(view, target_site: str):
@@ -24,3 +33,29 @@ def box_features(view, target_site: str):
         to_heading_frame(target - box, heading),
         site_offsets(view, PALMS, box),
     ])
+
+
+def _off_face(palm_in_box, side):
+    """How far (m) a palm (box frame) is from the gripping region of the face on `side` (+1 or -1) of y."""
+    across = side * palm_in_box[1]
+    return jnp.linalg.norm(jnp.stack([
+        jnp.maximum(jnp.abs(palm_in_box[0]) - GRIP_ALONG, 0.0),
+        jnp.maximum(GRIP_ACROSS[0] - across, 0.0) + jnp.maximum(across - GRIP_ACROSS[1], 0.0),
+        jnp.maximum(jnp.abs(palm_in_box[2]) - GRIP_UP, 0.0),
+    ]))
+
+
+def _on_face(distance):
+    """1 on the face; half of it falls off within 10 cm, so a palm resting on the box's top earns little, and half
+    over a metre, so a palm reaching from afar still has a way to go."""
+    return 0.5 * (closeness(distance, near=0.0, margin=0.1) + closeness(distance, near=0.0, margin=1.0))
+
+
+def grip(view):
+    """Both palms on opposite side faces of the box: 1 when both are, the product of `_on_face` for each.
+
+    Either palm may take either face, so the box's yaw by half a turn does not matter."""
+    rot, centre = view.site_rot("box"), view.site("box")
+    left, right = (rot.T @ (view.site(palm) - centre) for palm in PALMS)
+    score = lambda side: _on_face(_off_face(left, side)) * _on_face(_off_face(right, -side))
+    return jnp.maximum(score(1.0), score(-1.0))

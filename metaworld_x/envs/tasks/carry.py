@@ -5,10 +5,9 @@ from dataclasses import dataclass, field
 import jax.numpy as jnp
 import numpy as np
 
-from metaworld_x.envs.observations import site_distances
 from metaworld_x.envs.rewards import closeness, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
-from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, HOLDING_DISTANCE, PALMS, box_features
+from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, box_features, grip
 from metaworld_x.errors import UserError
 from metaworld_x.scene.compose import Placement
 from metaworld_x.scene.props import BOX_HALF_SIZE, default_box_height
@@ -29,8 +28,8 @@ RESTING_FRAMES = 10
 class CarryRewards(RewardScales):
     stand: float = 0.2
     """Head high x torso upright x gentle servos."""
-    hold: float = 0.3
-    """Both palms at the box: 1 when pressed on it, 0 a metre away."""
+    grip: float = 0.3
+    """Both palms on opposite side faces of the box (`box.grip`): 1 there, about 0.2 with them resting on its top."""
     deliver: float = 0.5
     """The box's closeness to its resting place on the table: 1 within 0.1 m, 0 beyond 3 m more."""
 
@@ -100,8 +99,8 @@ class Carry(Task):
     def _reward_stand(self, view, info, action):
         return stance(view)
 
-    def _reward_hold(self, view, info, action):
-        return closeness(site_distances(view, PALMS, view.site("box")), near=HOLDING_DISTANCE, margin=1.0).mean()
+    def _reward_grip(self, view, info, action):
+        return grip(view)
 
     def _reward_deliver(self, view, info, action):
         return closeness(self._box_to_goal(view), near=0.1, margin=3.0)
