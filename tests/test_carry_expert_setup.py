@@ -23,7 +23,7 @@ from metaworld_x.envs.physics_view import BatchViewReader
 from metaworld_x.envs.reference import facing_forward, frame_at, held_object, object_at
 from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks import make_task
-from metaworld_x.envs.tasks.box import HOLDING_DISTANCE, PALMS, grip
+from metaworld_x.envs.tasks.box import HOLDING_DISTANCE, PALMS, grip, level
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
 from metaworld_x.errors import UserError
 from metaworld_x.expert_specs import EXPERTS
@@ -320,6 +320,19 @@ def test_grip_pays_palms_on_the_side_faces_and_little_for_palms_on_top(carry):
     assert float(grip(swapped)) > 0.99, "either palm may take either face"
     one_off = view.replace(site_pos=view.site_pos.at[palm_ids[0]].add(jnp.asarray(rot[:, 1] * 0.3)))
     assert float(grip(one_off)) < 0.6, "both palms must be on the box"
+    behind = view.replace(site_pos=view.site_pos.at[jnp.asarray(palm_ids)].add(jnp.asarray(-0.12 * rot[:, 0])))
+    assert float(grip(behind)) < 0.5, "held 12 cm behind its middle, the box pivots about the hands' line"
+
+
+def test_level_pays_an_upright_box_and_nothing_for_one_swung_about_the_hands(carry):
+    task, compiled, init, info = carry
+    view = _view(compiled, init.qpos[0], init.qvel[0])
+    box = view.layout.sites.index("box")
+    assert float(level(view)) == 1.0
+    for degrees, expected in ((5, 1.0), (30, 0.5), (60, 0.0)):
+        tilt = Rotation.from_euler("y", degrees, degrees=True).as_matrix()
+        tilted = view.replace(site_mat=view.site_mat.at[box].set(jnp.asarray(tilt @ np.asarray(view.site_rot("box")))))
+        assert abs(float(level(tilted)) - expected) < 0.15, (degrees, float(level(tilted)))
 
 
 def test_a_box_resting_above_the_floor_gets_a_stand_and_a_held_one_none():

@@ -14,10 +14,12 @@ BOX_JOINTS = ("box",)
 
 # Where a palm grips the box, in the box's frame: on a side face across y, its centre no further out than the
 # H1's hand sphere (radius 3.5 cm, 2 cm behind the palm) lets it come, nor further in than a paddle that has
-# slid round the edge; low enough along z that the 12 cm paddle stays on the 30 cm face, and away from the
-# face's front and back edges. A palm on the box's top, which "near the box" pays in full, is 6-10 cm off it.
+# slid round the edge; low enough along z that the 12 cm paddle stays on the 30 cm face. Along x, within a few
+# cm of the middle: the hand spheres touch the faces at points, and a box held by the line through them pivots
+# about it until its centre hangs under it (a policy holding 10-15 cm behind the middle pitched the box 50-75°
+# mid-walk and dropped it). A palm on the box's top, which "near the box" pays in full, is 6-10 cm off it.
 GRIP_ACROSS = (BOX_HALF_SIZE[1] - 0.06, BOX_HALF_SIZE[1] + 0.04)
-GRIP_ALONG = BOX_HALF_SIZE[0] - 0.05
+GRIP_ALONG = 0.04
 GRIP_UP = BOX_HALF_SIZE[2] - 0.06
 
 
@@ -59,3 +61,8 @@ def grip(view):
     left, right = (rot.T @ (view.site(palm) - centre) for palm in PALMS)
     score = lambda side: _on_face(_off_face(left, side)) * _on_face(_off_face(right, -side))
     return jnp.maximum(score(1.0), score(-1.0))
+
+
+def level(view):
+    """The box upright: 1 within 8° of it, falling linearly to 0 at 47° (by the cosine of its tilt)."""
+    return closeness(1.0 - view.site_rot("box")[2, 2], near=0.01, margin=0.3)

@@ -7,7 +7,7 @@ import numpy as np
 
 from metaworld_x.envs.rewards import closeness, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
-from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, box_features, grip
+from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, box_features, grip, level
 from metaworld_x.errors import UserError
 from metaworld_x.scene.compose import Placement
 from metaworld_x.scene.props import BOX_HALF_SIZE, default_box_height
@@ -28,8 +28,10 @@ RESTING_FRAMES = 10
 class CarryRewards(RewardScales):
     stand: float = 0.2
     """Head high x torso upright x gentle servos."""
-    grip: float = 0.3
+    grip: float = 0.2
     """Both palms on opposite side faces of the box (`box.grip`): 1 there, about 0.2 with them resting on its top."""
+    level: float = 0.1
+    """The box upright (`box.level`), held as it rests, not swinging about the line between the hands."""
     deliver: float = 0.5
     """The box's closeness to its resting place on the table: 1 within 0.1 m, 0 beyond 3 m more."""
 
@@ -101,6 +103,9 @@ class Carry(Task):
 
     def _reward_grip(self, view, info, action):
         return grip(view)
+
+    def _reward_level(self, view, info, action):
+        return level(view)
 
     def _reward_deliver(self, view, info, action):
         return closeness(self._box_to_goal(view), near=0.1, margin=3.0)
