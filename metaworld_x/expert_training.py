@@ -198,7 +198,13 @@ def _evaluate(params, spec: ExpertSpec, task, seed: int, episodes: int, **starts
     }
 
 
-def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int = 150, fps: int = 25) -> Path:
+# An expert's GIF lasts this many control steps (3 s), or, filmed from home, its whole task up to HOME_GIF_STEPS
+# (8 s): a fetch's carry lifts the box only after 3.6 s.
+GIF_STEPS = 150
+HOME_GIF_STEPS = 400
+
+
+def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int | None = None, fps: int = 25) -> Path:
     """A short GIF of the expert in one world, rendered headless. An expert trained with home starts is filmed
     from the home pose, as a router runs it: a random clip start can end by the deviation limit within the GIF
     and cut to a reset."""
@@ -212,6 +218,8 @@ def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int = 150, 
     task = expert_task(spec)
     if task.config.home_start_fraction > 0:
         task = _with_starts(task, home_start_fraction=1.0)
+        steps = steps or min(task.config.episode_length, HOME_GIF_STEPS)
+    steps = steps or GIF_STEPS
     env = make_env(task, 1, "cpu")
     state = env.reset(jax.random.PRNGKey(0))
     policy = jax.jit(lambda obs: act(params, obs))
