@@ -128,7 +128,8 @@ EXPERTS: dict[str, ExpertSpec] = {
         # box in hands), which never picked the box up: a fetch starts with it on the floor. The clip's first
         # frame ends a step (feet wider than home, hips bent 0.9 rad): pickup_carry_start leads into it from home
         # by keyed side-steps, and half the starts are from home at its t = 0, the box untouched on the floor where
-        # the clip has it, as a router starts it. 8 s episodes hold the 7.3 s clip and the set-down.
+        # the clip has it, as a router starts it. 8 s episodes hold the 7.3 s clip and the set-down. The shipped
+        # expert is the end of a chain of such fine-tunes (experts/README.md); the 8M steps are one stage's budget.
         ExpertSpec("carry", "pick a box up from the floor with both hands, carry it to a table and set it down",
                    ("pickup_carry_start",), "carry",
                    tracking={"face_forward": True, "object_joint": "box", "scene_from_clip": True,
