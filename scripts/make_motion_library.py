@@ -99,6 +99,10 @@ FROM_REST = (
 # The person's hands hold OMOMO's larger box 4-11 cm outside our box's faces, and reaching for it with shorter arms
 # the IK leant the robot 0.3 m past its toes: the grip, balanced, fits the two together.
 LEAD_INS = (("pickup_carry_start", "pickup_carry", True),)
+# (clip name, skill, get-up source, cycle): standing in the home pose, getting down as a real get-up played
+# backwards, then the cycle (metaworld_x.motion.get_down). crawl_start's blend lifted the feet off the floor
+# half-way down, and no policy followed it from home.
+GET_DOWNS = (("crawl_get_down", "crawl", "deepmimic/humanoid3d_getup_facedown.txt", "crawl"),)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
 def build(out: Path, only: set[str] | None = None) -> None:
     from metaworld_x.motion import load_human_motion
     from metaworld_x.motion.clip import read_clip, save_clip
+    from metaworld_x.motion.get_down import get_down
     from metaworld_x.motion.grip import with_grip
     from metaworld_x.motion.keyframes import KEYFRAMED, compose
     from metaworld_x.motion.lead_in import with_lead_in
@@ -130,8 +135,9 @@ def build(out: Path, only: set[str] | None = None) -> None:
     transitions = [t for t in TRANSITIONS if only is None or t[0] in only]
     from_rest_clips = [t for t in FROM_REST if only is None or t[0] in only]
     lead_ins = [t for t in LEAD_INS if only is None or t[0] in only]
+    get_downs = [t for t in GET_DOWNS if only is None or t[0] in only]
     mocap = shared_dir()
-    if recipes and (mocap is None or not (mocap / "mocap").is_dir()):
+    if (recipes or get_downs) and (mocap is None or not (mocap / "mocap").is_dir()):
         raise UserError("the shared mocap folder (../shared/mocap or $METAWORLD_X_SHARED/mocap) is missing")
     for recipe in recipes:
         clock = time.perf_counter()
@@ -159,6 +165,13 @@ def build(out: Path, only: set[str] | None = None) -> None:
         clip = with_lead_in(read_clip(out / f"{source_clip}.npz"), model=model, progress=True)
         if grip:
             clip = with_grip(clip, model=model, progress=True)
+        _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
+    for name, skill, get_up_source, cycle in get_downs:
+        clock = time.perf_counter()
+        path = mocap / "mocap" / get_up_source
+        source = SourceInfo(kind="mocap", file=path.name, licence=DEEPMIMIC[0], attribution=DEEPMIMIC[1])
+        get_up = retarget(load_human_motion(path), skill, model=model, source=source)
+        clip = get_down(get_up, read_clip(out / f"{cycle}.npz"), skill, model=model, progress=True)
         _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
 
 

@@ -135,14 +135,15 @@ def blend_weight(times: np.ndarray, config: TransitionConfig) -> np.ndarray:
     return minimum_jerk((times - config.before_s) / config.ramp_s)
 
 
-def transition_qpos(first: GaitCycle, second: GaitCycle, config: TransitionConfig, fps: float) -> np.ndarray:
-    """[T, 26] the blended walk-speed-up-run poses, starting at the origin facing +x, pelvis at p = 0."""
+def transition_qpos(first: GaitCycle, second: GaitCycle, config: TransitionConfig, fps: float,
+                    start_phase: float = 0.0) -> np.ndarray:
+    """[T, 26] the blended walk-speed-up-run poses, starting at the origin facing +x, at phase `start_phase`."""
     times = np.arange(int(round(config.total_s * fps)) + 1) / fps
     weight = blend_weight(times, config)
     rate = (1 - weight) / first.period + weight / second.period  # cycles per second
     stride = (1 - weight) * first.stride + weight * second.stride
     # Trapezoid integration: the phase and the distance at each frame.
-    phase = np.concatenate([[0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) / fps)])
+    phase = start_phase + np.concatenate([[0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) / fps)])
     speed = rate * stride
     forward = np.concatenate([[0.0], np.cumsum(0.5 * (speed[1:] + speed[:-1]) / fps)])
     joints_a, offset_a, rotation_a = first.at(phase)
