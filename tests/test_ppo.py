@@ -222,6 +222,29 @@ def test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics(tmp_p
                    tensorboard=False)(jax.random.PRNGKey(0))
 
 
+def test_a_critic_warmup_holds_the_policy_while_the_fresh_critics_learn(tmp_path):
+    from metaworld_x.policy import from_training, save_policy
+
+    env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
+    source = make_train(SMALL, env, progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    save_policy(from_training(source.state.params.policy, source.state.normalizer), tmp_path / "expert", {"skill": "point_mass"})
+
+    def tune(iterations: int, **settings):
+        config = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration * iterations, **settings)
+        return make_train(config, env, init_from=tmp_path / "expert", progress=False, tensorboard=False)(jax.random.PRNGKey(5))
+
+    def same(a, b) -> bool:
+        return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
+
+    held = tune(2, critic_warmup_iterations=2)
+    assert same(held.state.params.policy, source.state.params.policy)
+    untrained = tune(2, learning_rate=0.0)  # the same fresh critics, never stepped
+    assert not same(held.state.params.reward_value, untrained.state.params.reward_value)
+    assert not same(tune(3, critic_warmup_iterations=2).state.params.policy, source.state.params.policy)
+    with pytest.raises(UserError, match="critic_warmup_iterations"):
+        dataclasses.replace(SMALL, critic_warmup_iterations=-1)
+
+
 def test_shipped_statistics_replace_one_key_and_update_on_as_if_seen():
     from brax.training.acme import running_statistics, specs
 
@@ -243,6 +266,14 @@ def test_shipped_statistics_replace_one_key_and_update_on_as_if_seen():
     after = running_statistics.update(warm, at_mean)
     np.testing.assert_allclose(after.mean["state"], policy.obs_mean, rtol=1e-6)
     np.testing.assert_allclose(after.std["state"], policy.obs_std / np.sqrt(2.0), rtol=1e-5)
+    # Counted as the 900 samples the policy trained on, 100 new ones move the statistics by a tenth, every key's
+    # spread kept: a fine-tune's new data no longer outweighs them within a few iterations.
+    seen = with_policy_statistics(state, policy, seen=900)
+    assert float(seen.count.lo) == 900 and float(with_policy_statistics(state, policy, seen=50).count.lo) == 100
+    np.testing.assert_allclose(seen.std["privileged_state"], state.std["privileged_state"], rtol=1e-5)
+    shifted = running_statistics.update(seen, {k: v + 1.0 for k, v in at_mean.items()})
+    np.testing.assert_allclose(shifted.mean["state"], policy.obs_mean + 0.1, rtol=1e-5)
+    np.testing.assert_allclose(shifted.mean["privileged_state"], state.mean["privileged_state"] + 0.1, rtol=1e-5)
 
 
 def test_corrupted_or_wrong_version_checkpoint_is_refused(tmp_path):

@@ -39,6 +39,10 @@ class PPOConfig:
     """Multiplier on rewards and costs before GAE."""
     normalize_observations: bool = True
     """Keep running mean/std statistics of observations and normalise with them."""
+    critic_warmup_iterations: int = 0
+    """The run's first iterations train the critics only, the policy held. A fine-tune from a shipped policy
+    starts with fresh critics, whose first advantages are noise: unheld, they undid the crawl expert's crawl
+    within 25 iterations (its clip starts lasted 300+ steps before and 26-75 after)."""
     policy_hidden: tuple[int, ...] = (256, 128)
     """Policy MLP hidden sizes."""
     value_hidden: tuple[int, ...] = (256, 256)
@@ -61,6 +65,8 @@ class PPOConfig:
     """Physics backend: cpu (mujoco.batch) or mjx (GPU)."""
 
     def __post_init__(self):
+        if self.critic_warmup_iterations < 0:
+            raise UserError(f"critic_warmup_iterations must be >= 0, got {self.critic_warmup_iterations}")
         positive = ("num_envs", "unroll_length", "num_minibatches", "num_epochs", "total_env_steps")
         for name in positive:
             if getattr(self, name) <= 0:

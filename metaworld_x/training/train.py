@@ -134,7 +134,8 @@ def make_train(
                 print(f"its mean actions shrunk by {trained_at} / {wanted}: trained at action scale {trained_at}")
             params = state.params.replace(policy=warm_start.policy_network_params(policy, state.params.policy))
             state, env_state, tracker = warm_up_statistics(state.replace(params=params), env_state, tracker, key)
-            state = state.replace(normalizer=warm_start.with_policy_statistics(state.normalizer, policy))
+            state = state.replace(normalizer=warm_start.with_policy_statistics(
+                state.normalizer, policy, seen=warm_start.shipped_sample_count(init_from)))
             print(f"starting from the shipped policy in {init_from}, with fresh critics and optimiser")
         elif init_from is not None:
             source = checkpoint.latest(Path(init_from) / "checkpoints") or checkpoint.latest(Path(init_from))

@@ -4,6 +4,7 @@ One jitted function of (TrainingState, Rollout). Minibatches split the
 simulations (axis B), so each keeps whole trajectories for GAE.
 """
 
+from functools import partial
 from typing import Any, Callable
 
 import jax
@@ -68,23 +69,27 @@ def make_update(config: PPOConfig, nets: PPONetworks) -> Callable:
     settings = loss_settings(config)
     grad_fn = jax.value_and_grad(ppo_loss, has_aux=True)
 
-    def sgd_step(carry, minibatch):
+    def sgd_step(train_policy, carry, minibatch):
         params, opt_state, normalizer, multiplier, key = carry
         key, loss_key = jax.random.split(key)
         (_, metrics), grads = grad_fn(
             params, normalizer, minibatch, multiplier, loss_key, nets, settings, config.constraint
         )
+        # Held during the critics' warm-up: a zero gradient leaves Adam's step at zero too.
+        grads = grads.replace(policy=jax.tree_util.tree_map(lambda g: jnp.where(train_policy, g, 0.0), grads.policy))
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
         metrics["losses/grad_norm"] = optax.tree.norm(grads)
         return (params, opt_state, normalizer, multiplier, key), metrics
 
     def update(state: TrainingState, rollout: Rollout, measured_error: jax.Array):
+        train_policy = state.iteration >= config.critic_warmup_iterations
+
         def epoch(carry, _):
             params, opt_state, normalizer, multiplier, key = carry
             key, perm_key = jax.random.split(key)
             batches = _minibatches(rollout, perm_key, config.num_minibatches)
-            return jax.lax.scan(sgd_step, (params, opt_state, normalizer, multiplier, key), batches)
+            return jax.lax.scan(partial(sgd_step, train_policy), (params, opt_state, normalizer, multiplier, key), batches)
 
         key, update_key = jax.random.split(state.key)
         carry = (state.params, state.opt_state, state.normalizer, state.multiplier, update_key)

@@ -74,14 +74,39 @@ def _as_float(count) -> jnp.ndarray:
     return jnp.asarray(count, jnp.float32)
 
 
+def shipped_sample_count(path: Path) -> int | None:
+    """The environment steps a shipped expert was trained for (its metrics.json), or None if it does not say."""
+    metrics = Path(path) / "metrics.json"
+    if not metrics.is_file():
+        return None
+    steps = (json.loads(metrics.read_text()).get("training") or {}).get("env_steps")
+    return int(steps) if steps else None
+
+
 def with_policy_statistics(
-    normalizer: running_statistics.RunningStatisticsState, policy: PolicyParams, obs_key: str = "state"
+    normalizer: running_statistics.RunningStatisticsState, policy: PolicyParams, obs_key: str = "state",
+    seen: int | None = None,
 ) -> running_statistics.RunningStatisticsState:
     """`normalizer` with the policy's own input statistics under `obs_key`, so it sees its inputs as it was
-    trained to; later updates move them on from there, weighted by the count already seen."""
+    trained to; later updates move them on from there, weighted by the count already seen.
+
+    `seen`: the samples the shipped statistics came from (its training steps). Counted as one unroll, they
+    were the new data's within a few iterations: a fine-tune's first 0.5M steps on a new clip moved the crawl
+    expert's inputs so far that its crawl, held unchanged, fell in every evaluation episode (session 19).
+    Counted as seen, new data moves them as slowly as it would have in the original run. One count serves
+    every key, so the critics' statistics (from the warm-up unroll) are held alike."""
     mean, std = dict(normalizer.mean), dict(normalizer.std)
-    variance = dict(normalizer.summed_variance)
     mean[obs_key] = jnp.asarray(policy.obs_mean, mean[obs_key].dtype)
     std[obs_key] = jnp.asarray(policy.obs_std, std[obs_key].dtype)
-    variance[obs_key] = jnp.square(std[obs_key]) * _as_float(normalizer.count)
-    return normalizer.replace(mean=mean, std=std, summed_variance=variance)
+    count = normalizer.count
+    if seen is not None and seen > _as_float(count):
+        count = _as_count(seen, count)
+    variance = {key: jnp.square(value) * _as_float(count) for key, value in std.items()}
+    return normalizer.replace(mean=mean, std=std, summed_variance=variance, count=count)
+
+
+def _as_count(samples: int, like):
+    """`samples` in the form of the running-statistics count `like` (brax's two-word UInt64 without x64)."""
+    if hasattr(like, "hi"):
+        return type(like)(hi=jnp.asarray(samples >> 32, jnp.uint32), lo=jnp.asarray(samples & 0xFFFFFFFF, jnp.uint32))
+    return jnp.asarray(samples, jnp.asarray(like).dtype)
