@@ -40,9 +40,9 @@ class PPOConfig:
     normalize_observations: bool = True
     """Keep running mean/std statistics of observations and normalise with them."""
     critic_warmup_iterations: int = 0
-    """The run's first iterations train the critics only, the policy held. A fine-tune from a shipped policy
-    starts with fresh critics, whose first advantages are noise: unheld, they undid the crawl expert's crawl
-    within 25 iterations (its clip starts lasted 300+ steps before and 26-75 after)."""
+    """Iterations numbered below this train the critics only, the policy held (a fine-tune from a shipped
+    policy starts at 0). Its fresh critics' first advantages are noise that would move a trained policy
+    for nothing."""
     policy_hidden: tuple[int, ...] = (256, 128)
     """Policy MLP hidden sizes."""
     value_hidden: tuple[int, ...] = (256, 256)

@@ -75,9 +75,11 @@ def make_update(config: PPOConfig, nets: PPONetworks) -> Callable:
         (_, metrics), grads = grad_fn(
             params, normalizer, minibatch, multiplier, loss_key, nets, settings, config.constraint
         )
-        # Held during the critics' warm-up: a zero gradient leaves Adam's step at zero too.
-        grads = grads.replace(policy=jax.tree_util.tree_map(lambda g: jnp.where(train_policy, g, 0.0), grads.policy))
         updates, opt_state = optimizer.update(grads, opt_state, params)
+        # Held during the critics' warm-up. Its steps are dropped, not its gradients: Adam's moments learn their
+        # scale meanwhile. Zeroed gradients left them empty while the shared step count ran on, so the first real
+        # step moved every weight by 2.5x the learning rate whatever its gradient (KL 119 in one update).
+        updates = updates.replace(policy=jax.tree_util.tree_map(lambda u: jnp.where(train_policy, u, 0.0), updates.policy))
         params = optax.apply_updates(params, updates)
         metrics["losses/grad_norm"] = optax.tree.norm(grads)
         return (params, opt_state, normalizer, multiplier, key), metrics
