@@ -238,6 +238,11 @@ def test_a_critic_warmup_holds_the_policy_while_the_fresh_critics_learn(tmp_path
 
     held = tune(2, critic_warmup_iterations=2)
     assert same(held.state.params.policy, source.state.params.policy)
+    # Adam's moments for the held policy learn its gradients' scale meanwhile: left empty while the step count
+    # ran on, the first step after the warm-up would move every weight by a multiple of the learning rate.
+    adam = next(s for s in jax.tree_util.tree_leaves(held.state.opt_state, is_leaf=lambda x: hasattr(x, "nu"))
+                if hasattr(s, "nu"))
+    assert all(float(np.abs(np.asarray(leaf)).max()) > 0 for leaf in jax.tree_util.tree_leaves(adam.nu.policy))
     untrained = tune(2, learning_rate=0.0)  # the same fresh critics, never stepped
     assert not same(held.state.params.reward_value, untrained.state.params.reward_value)
     assert not same(tune(3, critic_warmup_iterations=2).state.params.policy, source.state.params.policy)
