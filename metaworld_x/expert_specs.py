@@ -111,7 +111,8 @@ EXPERTS: dict[str, ExpertSpec] = {
         # common 0.5 action scale cannot reach: at 0.5 crawl plateaued at 22-step episodes, falling with an
         # elbow or hand 0.5 m off the clip. At 1.1 every joint the clip uses is within reach.
         # The crawl cycle never stands, so a router cannot start this expert (0/10 from home). crawl_get_down,
-        # a crawl that starts standing, is the clip made for that; fine-tuning on it is under way (experts/README.md).
+        # a crawl that starts standing, is the clip made for that; a first fine-tune on it does not get down from
+        # home yet (experts/README.md).
         ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl",), "crawl",
                    tracking={"face_forward": True, "action_scale": 1.1}, return_goal=700.0, ppo=_ppo(15_000_000, budget=0.06)),
         # The reach task draws its target around where this clip holds the right hand (see tasks/reach.py).
