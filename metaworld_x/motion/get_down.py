@@ -25,20 +25,23 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from scipy.spatial.transform import Rotation, Slerp
+from scipy.spatial.transform import Rotation
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
+from metaworld_x.motion.human import frame_weights, lerp_frames, slerp_frames, uniform_times
 from metaworld_x.motion.ik import home_qpos
-from metaworld_x.motion.retarget import SourceInfo, solve_clip
+from metaworld_x.motion.retarget import solve_clip
 from metaworld_x.motion.transition import (
     GaitCycle,
     TransitionConfig,
+    check_joints,
+    joined_source,
     poses_from_rest_config,
     targets_from_poses,
     transition_qpos,
 )
-from metaworld_x.robot.constants import HOME_ROOT_HEIGHT, JOINT_NAMES
+from metaworld_x.robot.constants import HOME_ROOT_HEIGHT
 
 
 @dataclass(frozen=True)
@@ -69,16 +72,14 @@ class GetDownConfig:
 
 def reversed_poses(get_up: Clip, rate: float) -> np.ndarray:
     """[T, 26] the get-up's poses backwards at `rate`, standing first: its standing frame at the origin facing +x."""
-    qpos = np.concatenate([get_up.root_pos, get_up.root_quat, get_up.joint_pos], axis=1)[::-1]
+    qpos = get_up.qpos[::-1]
     rotations = Rotation.from_quat(qpos[:, 3:7], scalar_first=True)
-    heading = rotations[0].as_euler("ZYX")[0]
-    unturn = Rotation.from_euler("z", -heading)
+    unturn = Rotation.from_euler("z", -rotations[0].as_euler("ZYX")[0])
     root = unturn.apply(qpos[:, :3] - qpos[0, :3] * [1.0, 1.0, 0.0])
-    source_times = np.arange(len(qpos)) / get_up.fps
-    times = np.minimum(np.arange(0.0, source_times[-1] / rate + 1e-9, 1.0 / get_up.fps) * rate, source_times[-1])
-    lerp = lambda series: np.stack([np.interp(times, source_times, column) for column in series.T], axis=1)
-    turned = Slerp(source_times, unturn * rotations)(times)
-    return np.concatenate([lerp(root), turned.as_quat(scalar_first=True), lerp(qpos[:, 7:])], axis=1)
+    turned = (unturn * rotations).as_quat(scalar_first=True)
+    first, weight = frame_weights(np.arange(len(qpos)) / get_up.fps, uniform_times(get_up.duration / rate, get_up.fps) * rate)
+    return np.concatenate([lerp_frames(root, first, weight), slerp_frames(turned, first, weight),
+                           lerp_frames(qpos[:, 7:], first, weight)], axis=1)
 
 
 def splice(poses: np.ndarray, cycle: GaitCycle, height_weight: float) -> tuple[int, float]:
@@ -119,15 +120,9 @@ def get_down(get_up: Clip, cycle: Clip, skill: str, *, model: mujoco.MjModel, co
     config = config or GetDownConfig()
     if get_up.fps != cycle.fps:
         raise UserError(f"clips {get_up.skill!r} and {cycle.skill!r} have different rates ({get_up.fps}, {cycle.fps} fps)")
-    if get_up.joint_pos.shape[1] != len(JOINT_NAMES) or cycle.joint_pos.shape[1] != len(JOINT_NAMES):
-        raise UserError("the clips must be made for this robot's joints; rebuild them with scripts/make_motion_library.py")
+    check_joints(get_up, cycle)
     qpos, where = get_down_qpos(home_qpos(model, HOME_ROOT_HEIGHT), get_up, GaitCycle.of(cycle), config)
-    same = get_up.licence == cycle.licence
-    source = SourceInfo(
-        kind="mocap", file=f"{get_up.source_file} (reversed) + {cycle.source_file}",
-        licence=get_up.licence if same else f"{get_up.licence}; {cycle.licence}",
-        attribution=get_up.attribution if get_up.attribution == cycle.attribution else f"{get_up.attribution}; {cycle.attribution}",
-    )
+    source = joined_source(get_up, cycle, f"{get_up.source_file} (reversed) + {cycle.source_file}")
     info = {"get_down": [get_up.source_file, cycle.skill], "rate": config.rate, "blend_s": config.blend_s,
             **where, "loop": False, "scale": 1.0}
     return solve_clip(targets_from_poses(model, qpos), skill, model=model, config=poses_from_rest_config(cycle.fps),

@@ -171,13 +171,8 @@ def gait_transition(first: Clip, second: Clip, skill: str, *, model: mujoco.MjMo
     """A clip that plays `first`'s cycle, speeds up into `second`'s and keeps it up (see the module docstring)."""
     if first.fps != second.fps:
         raise UserError(f"clips {first.skill!r} and {second.skill!r} have different rates ({first.fps}, {second.fps} fps)")
-    _check_joints(first, second)
-    same = first.licence == second.licence
-    source = SourceInfo(
-        kind="mocap", file=f"{first.source_file} + {second.source_file}",
-        licence=first.licence if same else f"{first.licence}; {second.licence}",
-        attribution=first.attribution if first.attribution == second.attribution else f"{first.attribution}; {second.attribution}",
-    )
+    check_joints(first, second)
+    source = joined_source(first, second, f"{first.source_file} + {second.source_file}")
     return _solve(GaitCycle.of(first), GaitCycle.of(second), [first.skill, second.skill], skill, model, config,
                   RetargetConfig(fps=first.fps, align_start=False), source, progress)
 
@@ -187,7 +182,7 @@ def from_rest(cycle: Clip, skill: str, *, model: mujoco.MjModel, config: Transit
     """A clip that stands in the home pose, goes over into `cycle`'s gait as the ramp's weight rises (its cadence
     from zero, its pose blended out of home's: for crawl, going down onto hands and knees) and keeps it up.
     A router starts every expert standing; a cycle alone (crawl) never stands, so its expert cannot start there."""
-    _check_joints(cycle)
+    check_joints(cycle)
     source = SourceInfo(kind="mocap", file=cycle.source_file, licence=cycle.licence, attribution=cycle.attribution)
     retarget = poses_from_rest_config(cycle.fps)
     return _solve(GaitCycle.still(home_qpos(model, HOME_ROOT_HEIGHT)), GaitCycle.of(cycle), ["home", cycle.skill], skill,
@@ -204,9 +199,18 @@ def poses_from_rest_config(fps: float) -> RetargetConfig:
     return RetargetConfig(fps=fps, align_start=False, floor_percentile=None, contacts=ContactConfig(speed=0.3))
 
 
-def _check_joints(*clips: Clip) -> None:
+def check_joints(*clips: Clip) -> None:
     if any(clip.joint_pos.shape[1] != len(JOINT_NAMES) for clip in clips):
         raise UserError("the clips must be made for this robot's joints; rebuild them with scripts/make_motion_library.py")
+
+
+def joined_source(first: Clip, second: Clip, file: str) -> SourceInfo:
+    """The source of a clip made from two: both licences and attributions, each once if they agree."""
+    return SourceInfo(
+        kind="mocap", file=file,
+        licence=first.licence if first.licence == second.licence else f"{first.licence}; {second.licence}",
+        attribution=first.attribution if first.attribution == second.attribution else f"{first.attribution}; {second.attribution}",
+    )
 
 
 def _solve(first: GaitCycle, second: GaitCycle, names: list[str], skill: str, model: mujoco.MjModel,
