@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from metaworld_x.envs.expert import expert_task, make_env
-from metaworld_x.envs.reference import closest_frame_time, frame_at, ground_pose, moved_on_ground
+from metaworld_x.envs import rotations
+from metaworld_x.envs.observations import yaw
+from metaworld_x.envs.reference import closest_frame_time, frame_at, ground_pose, moved_on_ground, reanchor
 from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
 from metaworld_x.errors import UserError
@@ -48,6 +50,20 @@ def test_moving_a_frame_on_the_ground_turns_it_rigidly_and_moves_back():
     assert abs(turned[2] - (-1.5)) < 1e-4
     identity = moved_on_ground(frame, jnp.zeros(3), jnp.zeros(3))
     np.testing.assert_array_equal(np.asarray(identity.keypoint_pos), np.asarray(frame.keypoint_pos))
+
+
+def test_reanchoring_a_crawl_keeps_its_heading_when_the_pelvis_points_at_the_floor():
+    # crawl_get_down at 1.7 s: the pelvis's x axis points almost straight down (its heading flips there)
+    task = Tracking(TrackingConfig(clips=("crawl_get_down",), face_forward=True))
+    now = frame_at(task.reference, 0, 1.7)
+    tilt = jnp.asarray([np.cos(np.radians(2.5)), 0.0, -np.sin(np.radians(2.5)), 0.0])  # 5 degrees less pitch
+    robot_quat = rotations.multiply(now.root_quat, tilt)
+    moved = reanchor(now, now, now.root_pos, robot_quat)
+    # a robot a few degrees off the clip's pitch gets the clip where it is, not turned about the vertical
+    shift = np.linalg.norm(np.asarray(moved.keypoint_pos - now.keypoint_pos), axis=-1)
+    assert shift.max() < 0.05, f"re-anchoring moved a keypoint {shift.max():.2f} m"
+    # the pelvis x axis's own heading would have turned it by more than a radian
+    assert abs(np.angle(np.exp(1j * float(yaw(robot_quat) - yaw(now.root_quat))))) > 1.0
 
 
 def test_home_start_puts_the_robot_at_rest_in_the_home_pose_and_the_clip_on_it():

@@ -17,6 +17,18 @@ def yaw(quat):
     return jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
+def twist_yaw(quat):
+    """Heading angle (rad) of a (w, x, y, z) quaternion's twist about the vertical (swing-twist decomposition).
+
+    Unlike `yaw`, it stays defined for a body pitched past vertical: a crawling
+    pelvis points its x axis at the floor, where the x axis's heading jumps by
+    up to pi between frames a few degrees apart. Upright, the two differ by
+    second-order terms (pitch·roll/2); only upside down (pitch pi) is it undefined.
+    """
+    half = jnp.arctan2(quat[..., 3], quat[..., 0])  # twist half-angle; q and -q give the same heading
+    return jnp.arctan2(jnp.sin(2 * half), jnp.cos(2 * half))
+
+
 def to_heading_frame(vec, quat):
     """[..., 3] world vectors expressed in the heading frame of `quat`."""
     angle = yaw(quat)

@@ -21,7 +21,7 @@ import numpy as np
 from flax import struct
 
 from metaworld_x.envs import rotations
-from metaworld_x.envs.observations import yaw
+from metaworld_x.envs.observations import twist_yaw
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
 
@@ -102,8 +102,14 @@ class ReferenceMotion:
 
 
 def ground_pose(root_pos, root_quat):
-    """[3] (x, y, yaw) of a root on the floor plane: where it stands and which way it faces."""
-    return jnp.stack([root_pos[..., 0], root_pos[..., 1], yaw(root_quat)], axis=-1)
+    """[3] (x, y, yaw) of a root on the floor plane: where it stands and which way it faces.
+
+    The heading is the root's twist about the vertical (`twist_yaw`), not its
+    x axis's heading: a crawling pelvis points its x axis at the floor, and the
+    x axis's heading flipped the re-anchored crawl reference by up to pi as the
+    robot got down (every home-start crawl episode ended there, at 1.7 s).
+    """
+    return jnp.stack([root_pos[..., 0], root_pos[..., 1], twist_yaw(root_quat)], axis=-1)
 
 
 def moved_on_ground(frame: ReferenceFrame, source, destination) -> ReferenceFrame:
