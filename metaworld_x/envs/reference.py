@@ -106,8 +106,9 @@ def ground_pose(root_pos, root_quat):
 
     The heading is the root's twist about the vertical (`twist_yaw`), not its
     x axis's heading: a crawling pelvis points its x axis at the floor, and the
-    x axis's heading flipped the re-anchored crawl reference by up to pi as the
-    robot got down (every home-start crawl episode ended there, at 1.7 s).
+    x axis's heading jumps by up to pi between frames a few degrees apart
+    (crawl_get_down at 1.7 s, and all through the crawl), and the re-anchored
+    reference jumped with it, about the robot.
     """
     return jnp.stack([root_pos[..., 0], root_pos[..., 1], twist_yaw(root_quat)], axis=-1)
 
