@@ -135,18 +135,25 @@ def load_expert(directory: Path):
     return load_policy(directory)
 
 
-def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int = 0, episodes: int = EVAL_EPISODES) -> dict:
+def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int = 0, episodes: int = EVAL_EPISODES,
+                    steps: int | None = None) -> dict:
     """Success over `episodes` seeded episodes started on the clip, keypoint error, task return and falls; and the
     same from the scene's home pose under "from_home", or, where the expert's task cannot start there (its props
     come from the clip), from the clip's first frame under "from_start".
 
     Most episodes on the clip start at a random time, and a late start in a prop task begins with part of the
     task done (past the door, the box near the marker): "from_start" is the whole task, as a router meets it.
+    `steps`: episode length; default the spec's. A router runs its experts for 1000 steps, often longer than
+    they trained; the success bar scales with the length.
     """
     directory = Path(directory)
     params, policy_spec = load_expert(directory)
     spec = spec or expert_spec(policy_spec["skill"])
     task = expert_task(spec)
+    if steps is not None:
+        if steps < 1:
+            raise UserError(f"episode length must be at least 1 step, got {steps}")
+        task = _with_starts(task, episode_length=steps)
     metrics = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0)
     if task.config.home_starts_possible:
         metrics["from_home"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=1.0)

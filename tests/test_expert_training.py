@@ -53,6 +53,12 @@ def test_shipped_expert_loads_without_training_code_and_evaluates(tmp_path):
     few = evaluate_expert(out, seed=0, episodes=3)
     assert few["episodes"] == 3 and few["from_home"]["episodes"] == 3 and 0 <= few["success"] <= 3
     assert any("/3 < 10/10" in phrase for phrase in spec.shortfalls({**few, "success": 2}))
+    # `eval expert --steps N`: every episode, from the clip and from home, lasts at most N steps
+    short = evaluate_expert(out, seed=0, episodes=2, steps=5)
+    assert short["episode_length"] <= 5 and short["from_home"]["episode_length"] <= 5
+    assert metrics["episode_length"] > 5  # the spec's own episodes run longer
+    with pytest.raises(UserError, match="at least 1 step"):
+        evaluate_expert(out, seed=0, steps=0)
 
 
 def test_eval_expert_refuses_fewer_than_one_episode():

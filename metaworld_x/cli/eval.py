@@ -19,6 +19,9 @@ class EvalExpert:
     episodes: int = 10
     """Episodes per evaluation. The shipped figures and goals use 10; more tell apart experts that fall a few
     percent of the time, which 10 cannot (goals scale: 9/10 is 18/20)."""
+    steps: int | None = None
+    """Steps per episode; default the expert's training episode length. A router runs its experts for 1000 steps
+    (20 s): `--steps 1000` asks whether the expert holds up that long."""
     expert_dir: Path | None = None
     """The expert's folder; default experts/<skill>."""
     json_out: Path | None = None
@@ -32,7 +35,8 @@ class EvalExpert:
 
         if self.episodes < 1:
             raise UserError(f"--episodes must be at least 1, got {self.episodes}")
-        metrics = evaluate_expert(self.expert_dir or EXPERTS_DIR / self.skill, seed=self.seed, episodes=self.episodes)
+        metrics = evaluate_expert(self.expert_dir or EXPERTS_DIR / self.skill, seed=self.seed, episodes=self.episodes,
+                                  steps=self.steps)
         print(f"success: {metrics['success']}/{metrics['episodes']}")
         print(f"tracking error: {metrics['tracking_error_m'] * 100:.1f} cm (mean keypoint, relative to the root)")
         print(f"task return: {metrics['task_return']:.1f} ({metrics['task_return_per_1000_steps']:.1f} per 1000 steps)")
