@@ -110,11 +110,17 @@ EXPERTS: dict[str, ExpertSpec] = {
         # nearly half of its frames (knees 1.08, hip roll 0.81-1.00, shoulder roll 0.73-0.82), which the
         # common 0.5 action scale cannot reach: at 0.5 crawl plateaued at 22-step episodes, falling with an
         # elbow or hand 0.5 m off the clip. At 1.1 every joint the clip uses is within reach.
-        # The crawl cycle never stands, so a router cannot start this expert (0/10 from home). crawl_get_down,
-        # a crawl that starts standing, is the clip made for that; a first fine-tune on it does not get down from
-        # home yet (experts/README.md).
-        ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl",), "crawl",
-                   tracking={"face_forward": True, "action_scale": 1.1}, return_goal=700.0, ppo=_ppo(15_000_000, budget=0.06)),
+        # The crawl cycle never stands, so a router could not start an expert trained on it (0/10 from home).
+        # crawl_get_down stands in the home pose, gets down as a reversed get-up and crawls. Fine-tuned from the
+        # crawl-cycle expert in two stages (experts/README.md): 1000-step episodes with starts in the clip's first
+        # 6 s, then, because there the get-down was under a tenth of the data, 300-step episodes with starts in its
+        # first 4 s; half of the starts from home throughout. A fall is charged as a deviation for ever
+        # (failure_error), and the fresh critics train alone first (critic_warmup_iterations).
+        ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl_get_down",), "crawl",
+                   tracking={"face_forward": True, "action_scale": 1.1, "home_start_fraction": 0.5, "start_window": 4.0,
+                             "home_start_time": 0.0, "episode_length": 300},
+                   return_goal=700.0,
+                   ppo=_ppo(15_000_000, budget=0.06, failure_error=0.5, critic_warmup_iterations=30)),
         # The reach task draws its target around where this clip holds the right hand (see tasks/reach.py).
         # The clip is keyframed: the punch it replaced asked the right shoulder for 1.05 of its half range, and
         # three runs at action scales 0.5 and 1.25 never learned its 1.3 m lunge. This one asks for 0.25 at most.

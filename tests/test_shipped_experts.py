@@ -22,6 +22,10 @@ BELOW_GOAL: dict[str, str] = {
            "4 s: a hand or foot passes the 0.5 m deviation limit within 12-136 steps, in the speed-up or the sprint, "
            "the root only 0.02-0.38 m behind (home starts have 1 m, the router none); fine-tuning stopped by time "
            "at 10.6M steps (session 13); a second stage with more clip starts fell from home (session 14)",
+    "crawl": "gets down from the home pose and crawls, where a router starts it (0 falls from home; its 300-step "
+             "episodes there score 684 per 1000 steps, under the 700 bar, because the 2.4 s get-down earns little crawl "
+             "reward; 19/20 at 725-731 in 1000-step episodes over seeds 0 and 1), but 9/10 and 6.6 cm from starts in "
+             "its clip's first 4 s; shipped from the 9.2M-step checkpoint of a fine-tune on crawl_get_down (session 20)",
     "carry": "10/10 from home at 4.9 cm, where a router starts it (squat, lift the box off its stand, carry, set it "
              "down), but 7/10 and 7.0 cm from starts along its clip: 2 of 10 end early. Shipped from the 38.4M-step "
              "checkpoint whose 16-episode evaluation scored 15/16 (session 18)",
