@@ -129,8 +129,12 @@ def replayed_task_return(skill: str, steps: int) -> float:
 @pytest.mark.skipif(not (MOTIONS_DIR / "run.npz").is_file(), reason="the shipped clip library is missing")
 @pytest.mark.parametrize("skill", [s for s, spec in EXPERTS.items() if spec.return_goal is not None])
 def test_the_clip_played_perfectly_clears_the_experts_return_goal(skill):
+    # Over the objective's own episode, as a router runs the expert (1000 steps): the goal is HumanoidBench's bar
+    # for that episode. crawl trains on 300-step episodes, where from the clip's start its 2.4 s get-down, which
+    # earns little crawl reward, is 40 % of the episode (683 per 1000 steps played perfectly; 742 over 1000).
     spec = EXPERTS[skill]
-    replayed = replayed_task_return(skill, steps=expert_task(spec).config.episode_length)
+    task = expert_task(spec)
+    replayed = replayed_task_return(skill, steps=max(task.config.episode_length, task.objective.config.episode_length))
     assert replayed > spec.return_goal * (1 + RETURN_MARGIN), (
         f"{skill}: its clip played perfectly scores {replayed:.0f} per 1000 steps, within {RETURN_MARGIN:.0%} of "
         f"the goal {spec.return_goal:.0f}; a policy held to the clip cannot meet it reliably"

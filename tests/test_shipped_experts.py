@@ -26,10 +26,14 @@ BELOW_GOAL: dict[str, str] = {
              "episodes there score 684 per 1000 steps, under the 700 bar, because the 2.4 s get-down earns little crawl "
              "reward; 19/20 at 725-731 in 1000-step episodes over seeds 0 and 1), but 9/10 and 6.6 cm from starts in "
              "its clip's first 4 s; shipped from the 9.2M-step checkpoint of a fine-tune on crawl_get_down (session 20)",
-    "carry": "10/10 from home at 4.9 cm, where a router starts it (squat, lift the box off its stand, carry, set it "
+    "carry": "10/10 from home at 4.9 cm (8/10 on an Intel Xeon), where a router starts it (squat, lift the box off its stand, carry, set it "
              "down), but 7/10 and 7.0 cm from starts along its clip: 2 of 10 end early. Shipped from the 38.4M-step "
              "checkpoint whose 16-episode evaluation scored 15/16 (session 18)",
 }
+
+
+# How many of ten episodes a recount on another machine may count differently (see below).
+MACHINE_SPREAD = 2
 
 
 @pytest.mark.parametrize("skill", sorted(EXPERTS))
@@ -39,15 +43,18 @@ def test_every_shipped_expert_meets_its_recorded_metrics(skill):
         pytest.skip(f"expert {skill!r} is not shipped yet (train it with `metaworld-x train expert {skill}`)")
     recorded = json.loads((directory / "metrics.json").read_text())
     fresh = evaluate_expert(directory, seed=recorded["seed"])
-    assert fresh["success"] == recorded["success"]
-    # 1 %: a 500-step closed-loop rollout amplifies last-bit float differences between machines and library
-    # builds (walk: 416.65 here on 1 Dec 2026 against 416.16 recorded, 0.12 %); the success counts and the
-    # goals below are the real checks.
-    assert fresh["task_return"] == pytest.approx(recorded["task_return"], rel=1e-2)
+    # A closed-loop rollout amplifies last-bit float differences between machines: walk's return was 416.65 on
+    # one machine against 416.16 recorded (0.12 %). A marginal expert's episodes flip: carry, recorded at 7/10
+    # from its clip and 10/10 from home on an AMD EPYC, scored 8/10 and 8/10 (return +2.9 %) on an Intel Xeon on
+    # 2 Dec 2026, with the same weights, code and libraries. Another machine is in effect another draw of ten
+    # episodes, whose count spreads by about one (binomial, p = 0.8-0.9), so a recount may differ by two. The
+    # goals below are checked on this fresh evaluation, strictly: they are the real test.
+    assert abs(fresh["success"] - recorded["success"]) <= MACHINE_SPREAD
+    assert fresh["task_return"] == pytest.approx(recorded["task_return"], rel=5e-2)
     if recorded.get("from_home") is not None:  # recorded since home starts exist
-        assert fresh["from_home"]["success"] == recorded["from_home"]["success"]
+        assert abs(fresh["from_home"]["success"] - recorded["from_home"]["success"]) <= MACHINE_SPREAD
     if recorded.get("from_start") is not None:  # recorded since session 10 for experts that cannot start from home
-        assert fresh["from_start"]["success"] == recorded["from_start"]["success"]
+        assert abs(fresh["from_start"]["success"] - recorded["from_start"]["success"]) <= MACHINE_SPREAD
     assert np.isfinite(fresh["tracking_error_m"]) and np.isfinite(fresh["task_return"])
     missed = EXPERTS[skill].shortfalls(fresh)
     if skill in BELOW_GOAL:  # test_below_goal_list_names_only_experts_that_miss keeps this list honest
