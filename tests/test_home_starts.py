@@ -52,6 +52,21 @@ def test_moving_a_frame_on_the_ground_turns_it_rigidly_and_moves_back():
     np.testing.assert_array_equal(np.asarray(identity.keypoint_pos), np.asarray(frame.keypoint_pos))
 
 
+def test_twist_yaw_is_the_heading_of_a_turned_and_pitched_body_up_to_a_pitch_past_vertical():
+    from metaworld_x.envs.observations import twist_yaw
+
+    rng = np.random.default_rng(0)
+    heading, pitch = rng.uniform(-np.pi, np.pi, 64), rng.uniform(-1.7, 1.7, 64)  # up to 97 degrees either way
+    turn = np.stack([np.cos(heading / 2), 0 * heading, 0 * heading, np.sin(heading / 2)], axis=-1)
+    tip = np.stack([np.cos(pitch / 2), 0 * pitch, np.sin(pitch / 2), 0 * pitch], axis=-1)
+    quat = rotations.multiply(jnp.asarray(turn), jnp.asarray(tip))
+    wrapped = lambda a: np.angle(np.exp(1j * np.asarray(a)))  # noqa: E731
+    np.testing.assert_allclose(wrapped(twist_yaw(quat) - heading), 0.0, atol=1e-4)
+    np.testing.assert_allclose(wrapped(twist_yaw(-quat) - heading), 0.0, atol=1e-4)  # q and -q: one rotation
+    upright = np.abs(pitch) < 1.2
+    np.testing.assert_allclose(wrapped(twist_yaw(quat) - yaw(quat))[upright], 0.0, atol=1e-4)
+
+
 def test_reanchoring_a_crawl_keeps_its_heading_when_the_pelvis_points_at_the_floor():
     # crawl_get_down at 1.7 s: the pelvis's x axis points almost straight down (its heading flips there)
     task = Tracking(TrackingConfig(clips=("crawl_get_down",), face_forward=True))
