@@ -69,9 +69,9 @@ def _with_seed(config, seed):
     return replace(config, seed=seed)
 
 
-def _with_starts(task, **starts: float):
-    """`task` with its episode starts overridden (`TrackingConfig` fields such as home_start_fraction)."""
-    return replace(task, config=replace(task.config, **starts))
+def _with_tracking(task, **fields):
+    """`task` with `TrackingConfig` fields overridden: its episode starts (home_start_fraction) or length."""
+    return replace(task, config=replace(task.config, **fields))
 
 
 def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bool = True,
@@ -153,7 +153,7 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
     if steps is not None:
         if steps < 1:
             raise UserError(f"episode length must be at least 1 step, got {steps}")
-        task = _with_starts(task, episode_length=steps)
+        task = _with_tracking(task, episode_length=steps)
     metrics = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0)
     if task.config.home_starts_possible:
         metrics["from_home"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=1.0)
@@ -169,7 +169,7 @@ def _evaluate(params, spec: ExpertSpec, task, seed: int, episodes: int, **starts
     (on the clip) or 1 (from the home pose); phase_zero_fraction 1 puts every clip start at the first frame."""
     from metaworld_x.policy import act
 
-    task = _with_starts(task, **starts)
+    task = _with_tracking(task, **starts)
     env = make_env(task, episodes, "cpu")
     reasons = env.reason_names
     policy = jax.jit(lambda obs: act(params, obs))
@@ -224,7 +224,7 @@ def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int | None 
     params, _ = load_expert(directory)
     task = expert_task(spec)
     if task.config.home_start_fraction > 0:
-        task = _with_starts(task, home_start_fraction=1.0)
+        task = _with_tracking(task, home_start_fraction=1.0)
         steps = steps or min(task.config.episode_length, HOME_GIF_STEPS)
     steps = steps or GIF_STEPS
     env = make_env(task, 1, "cpu")

@@ -9,9 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from metaworld_x.envs.expert import expert_task, make_env
 from metaworld_x.envs import rotations
-from metaworld_x.envs.observations import yaw
+from metaworld_x.envs.expert import expert_task, make_env
+from metaworld_x.envs.observations import twist_yaw, yaw
 from metaworld_x.envs.reference import closest_frame_time, frame_at, ground_pose, moved_on_ground, reanchor
 from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
@@ -53,8 +53,6 @@ def test_moving_a_frame_on_the_ground_turns_it_rigidly_and_moves_back():
 
 
 def test_twist_yaw_is_the_heading_of_a_turned_and_pitched_body_up_to_a_pitch_past_vertical():
-    from metaworld_x.envs.observations import twist_yaw
-
     rng = np.random.default_rng(0)
     heading, pitch = rng.uniform(-np.pi, np.pi, 64), rng.uniform(-1.7, 1.7, 64)  # up to 97 degrees either way
     turn = np.stack([np.cos(heading / 2), 0 * heading, 0 * heading, np.sin(heading / 2)], axis=-1)
