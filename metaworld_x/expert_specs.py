@@ -144,7 +144,7 @@ EXPERTS: dict[str, ExpertSpec] = {
                    tracking={"face_forward": True, "object_joint": "box", "scene_from_clip": True,
                              "episode_length": 400, "action_scale": 0.85,
                              "home_start_fraction": 0.5, "home_start_time": 0.0},
-                   success_goal=9, ppo=_ppo(8_000_000, budget=0.06)),
+                   success_goal=9, ppo=_ppo(8_000_000, budget=0.06, critic_warmup_iterations=100)),
         # The keyframed push and door clips move their prop (the box, the door's hinge): a late
         # start puts it where the clip has moved it (clip_props), not inside the robot's hands or torso.
         # Push's rewards are HumanoidBench's: distance penalties, and a 1000 bonus paid once because success

@@ -1,6 +1,7 @@
 """What the box tasks (carry, push) share: the paddle palms and the box's observation."""
 
 import jax.numpy as jnp
+import numpy as np
 
 from metaworld_x.envs.observations import relative_to_robot, site_offsets, to_heading_frame
 from metaworld_x.envs.rewards import closeness
@@ -21,6 +22,9 @@ BOX_JOINTS = ("box",)
 GRIP_ACROSS = (BOX_HALF_SIZE[1] - 0.06, BOX_HALF_SIZE[1] + 0.04)
 GRIP_ALONG = 0.04
 GRIP_UP = BOX_HALF_SIZE[2] - 0.06
+# The most the box may lean (degrees) and still count as set down. Distance alone cannot tell: a box rolled 90°
+# about the line between the palms, as the session-18 carry expert set it down, keeps its footprint and height.
+UPRIGHT_TILT_DEG = 15.0
 
 
 def box_features(view, target_site: str):
@@ -66,3 +70,8 @@ def grip(view):
 def level(view):
     """The box upright: 1 within 8° of it, falling linearly to 0 at 47° (by the cosine of its tilt)."""
     return closeness(1.0 - view.site_rot("box")[2, 2], near=0.01, margin=0.3)
+
+
+def upright(view, max_tilt_deg: float = UPRIGHT_TILT_DEG):
+    """Whether the box's top faces up, leaning at most `max_tilt_deg` from the vertical."""
+    return view.site_rot("box")[2, 2] >= np.cos(np.deg2rad(max_tilt_deg))

@@ -7,7 +7,7 @@ import numpy as np
 
 from metaworld_x.envs.rewards import closeness, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
-from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, box_features, grip, level
+from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, UPRIGHT_TILT_DEG, box_features, grip, level, upright
 from metaworld_x.errors import UserError
 from metaworld_x.scene.compose import Placement
 from metaworld_x.scene.props import BOX_HALF_SIZE, default_box_height
@@ -29,17 +29,22 @@ class CarryRewards(RewardScales):
     stand: float = 0.2
     """Head high x torso upright x gentle servos."""
     grip: float = 0.2
-    """Both palms on opposite side faces of the box (`box.grip`): 1 there, about 0.2 with them resting on its top."""
+    """Both palms on opposite side faces of the box (`box.grip`): 1 there, about 0.2 with them resting on its top;
+    1 whatever the hands do once the box is delivered, so letting go of it costs nothing and holding on earns
+    nothing (paid for palms on a box on the table, the session-18 expert kept pressing them and rolled it)."""
     level: float = 0.1
     """The box upright (`box.level`), held as it rests, not swinging about the line between the hands."""
     deliver: float = 0.5
-    """The box's closeness to its resting place on the table: 1 within 0.1 m, 0 beyond 3 m more."""
+    """The box's closeness to its resting place on the table (1 within 0.1 m, 0 beyond 3 m more) times `level`:
+    a box on its side is not delivered."""
 
 
 @dataclass(frozen=True)
 class CarryConfig(TaskConfig):
     success_distance: float = 0.1
-    """The box resting this close (m) to the middle of the table top is a success."""
+    """The box resting this close (m) to the middle of the table top, upright, is a success."""
+    max_tilt_deg: float = UPRIGHT_TILT_DEG
+    """The most (degrees) the delivered box may lean: set down, not rolled over."""
     rewards: CarryRewards = field(default_factory=CarryRewards)
 
 
@@ -53,7 +58,8 @@ class Carry(Task):
     the box down, which the clip's hands already hold.
 
     Success: the box's centre comes within `config.success_distance` of its
-    resting place at the middle of the table top.
+    resting place at the middle of the table top, the box upright (within
+    `config.max_tilt_deg`).
     """
 
     name = "carry"
@@ -101,14 +107,17 @@ class Carry(Task):
     def _reward_stand(self, view, info, action):
         return stance(view)
 
+    def _delivered(self, view):
+        return (self._box_to_goal(view) < self.config.success_distance) & upright(view, self.config.max_tilt_deg)
+
     def _reward_grip(self, view, info, action):
-        return grip(view)
+        return jnp.where(self._delivered(view), 1.0, grip(view))
 
     def _reward_level(self, view, info, action):
         return level(view)
 
     def _reward_deliver(self, view, info, action):
-        return closeness(self._box_to_goal(view), near=0.1, margin=3.0)
+        return closeness(self._box_to_goal(view), near=0.1, margin=3.0) * level(view)
 
     def success(self, view, info):
-        return self._box_to_goal(view) < self.config.success_distance
+        return self._delivered(view)

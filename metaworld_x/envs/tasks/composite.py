@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from metaworld_x.envs.observations import site_distances
 from metaworld_x.envs.rewards import closeness, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
-from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, HOLDING_DISTANCE, PALMS, box_features
+from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, HOLDING_DISTANCE, PALMS, UPRIGHT_TILT_DEG, box_features, upright
 from metaworld_x.scene.compose import FETCH_BOX
 from metaworld_x.scene.props import BOX_HALF_SIZE
 
@@ -32,6 +32,8 @@ class FetchConfig(TaskConfig):
     """Horizontal distance (m) of the box from the table's centre that completes "transport"."""
     place_distance: float = 0.08
     """Distance (m) of the box from its resting place on the table that completes "place"."""
+    max_tilt_deg: float = UPRIGHT_TILT_DEG
+    """The most (degrees) the placed box may lean: a box rolled onto its side is not placed."""
     rewards: FetchRewards = field(default_factory=FetchRewards)
 
 
@@ -42,7 +44,7 @@ class Fetch(Task):
     1. approach: both palms at the box, on its low stand;
     2. lift: the box raised `lift_height` off the stand, palms still on it;
     3. transport: the box within `transport_radius` of the table, horizontally;
-    4. place: the box resting on the table top within `place_distance`.
+    4. place: the box resting upright on the table top within `place_distance`.
 
     `metrics["subgoal/<name>"]` says which are done; `info["phase"]` counts them.
     Success: all four reached.
@@ -76,7 +78,7 @@ class Fetch(Task):
             held,
             held & (box[2] >= lift_target),
             horizontal < self.config.transport_radius,
-            to_rest < self.config.place_distance,
+            (to_rest < self.config.place_distance) & upright(view, self.config.max_tilt_deg),
         ])
         near = jnp.stack([
             closeness(palms, near=HOLDING_DISTANCE, margin=2.0),

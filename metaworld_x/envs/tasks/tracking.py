@@ -77,12 +77,15 @@ class TrackingRewards(RewardScales):
     object_pos: float = 0.2
     """The `object_joint` object (the box) where the clip has it; scored only by tasks that track one. Without it
     a carry policy scored full "hold" with a paddle resting on the box's top and never lifted it (session 17)."""
+    object_rot: float = 0.1
+    """The object turned as the clip has it. Position alone let the carry expert roll the box onto its side as it
+    set it down (the clip keeps it upright), which puts its centre in the same place."""
     action_rate: float = 0.02
     torque: float = 0.01
 
 
 IMITATION_TERMS = ("joint_pos", "joint_vel", "keypoint_pos", "root_pos", "root_orientation", "end_effector", "com")
-OBJECT_TERMS = ("object_pos",)  # imitation terms of a task with an `object_joint` only
+OBJECT_TERMS = ("object_pos", "object_rot")  # imitation terms of a task with an `object_joint` only
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,8 @@ class TrackingConfig(TaskConfig):
     """exp(-k·squared error of the centre of mass velocity against the reference root velocity ((m/s)²))."""
     object_pos_k: float = 10.0
     """exp(-k·squared distance (m²) of the `object_joint` object from the clip's): 0.41 at 0.3 m."""
+    object_rot_k: float = 2.0
+    """exp(-k·squared angle (rad²) between the object's orientation and the clip's): 0.29 at 45°, 0.007 at 90°."""
     max_deviation: float = 0.5
     """Early termination when a keypoint or the `object_joint` object is farther than this (m) from its reference."""
     home_max_deviation: float = 1.0
@@ -406,6 +411,11 @@ class Tracking(Task):
         target = object_at(self.reference, info["clip"], info["ref_time"]).pos
         error = view.joint_qpos(self.config.object_joint)[:3] - target
         return jnp.exp(-self.config.object_pos_k * jnp.sum(error**2))
+
+    def _reward_object_rot(self, view, info, action, ref):
+        target = object_at(self.reference, info["clip"], info["ref_time"]).quat
+        angle = rotations.angle_between(view.joint_qpos(self.config.object_joint)[3:7], target)
+        return jnp.exp(-self.config.object_rot_k * angle**2)
 
     def _reward_action_rate(self, view, info, action, ref):
         return -jnp.mean((action - info["last_action"]) ** 2)
