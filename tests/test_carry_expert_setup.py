@@ -348,3 +348,65 @@ def test_a_box_resting_above_the_floor_gets_a_stand_and_a_held_one_none():
     assert "stand" not in on_floor and on_floor["box"].pos[2] < 0.16, "within FLOOR_SNAP (10 cm) of the floor: on it"
     held = np.linspace([0.5, 0.1, 0.9], table_end, 30)  # moving from the start: in the clip's hands
     assert {p.prop for p in Carry.scene_along(held)} == {"box", "table"}
+
+
+def _box_on_the_table(compiled, qpos, quat) -> np.ndarray:
+    """qpos with the box resting at the middle of the table top, turned by `quat` (w, x, y, z)."""
+    data = _data(compiled, qpos, np.zeros(compiled.model.nv))
+    box_q = compiled.layout.joint("box").qpos_start
+    placed = np.array(qpos)
+    placed[box_q : box_q + 3] = data.site("table").xpos + np.array([0.0, 0.0, BOX_HALF_SIZE[2]])
+    placed[box_q + 3 : box_q + 7] = quat
+    return placed
+
+
+# The box rolled a quarter turn about the line between the palms (its y axis): how the session-18 expert set it
+# down. Its x and z half-sizes are equal, so the rolled box has the upright one's footprint and height.
+ROLLED = Rotation.from_euler("y", 90, degrees=True).as_quat(scalar_first=True)
+UPRIGHT = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def test_a_box_rolled_onto_its_side_on_the_table_is_not_delivered(carry):
+    task, compiled, init, info = carry
+    carry_task = task.objective
+    terms = jax.jit(lambda view: carry_task.reward_terms(view, {}, jnp.zeros(19)))
+    success = jax.jit(lambda view: carry_task.success(view, {}))
+    scales = carry_task.config.rewards
+    upright, rolled = (_view(compiled, _box_on_the_table(compiled, init.qpos[0], q), np.zeros(compiled.model.nv))
+                       for q in (UPRIGHT, ROLLED))
+    assert bool(success(upright)) and not bool(success(rolled))
+    assert float(terms(upright)["deliver"]) == pytest.approx(scales.deliver)
+    assert float(terms(rolled)["deliver"]) == 0.0, "a box on its side earns nothing for being in place"
+    assert float(terms(upright)["grip"]) == pytest.approx(scales.grip), "delivered: the hands are free"
+    assert float(terms(rolled)["grip"]) < 0.5 * scales.grip, "the palms of a start are not on a box on the table"
+    leaning = Rotation.from_euler("y", carry_task.config.max_tilt_deg + 3, degrees=True).as_quat(scalar_first=True)
+    assert not bool(success(_view(compiled, _box_on_the_table(compiled, init.qpos[0], leaning), np.zeros(compiled.model.nv))))
+
+
+def test_the_clips_box_orientation_is_an_imitation_term_that_a_rolled_box_loses(carry):
+    task, compiled, _, _ = carry
+    assert "object_rot" in task.imitation_terms and "object_rot" not in expert_task(EXPERTS["walk"]).reward_names
+    terms = jax.jit(lambda view, info: task.reward_terms(view, info, jnp.zeros(19)))
+
+    def scored(time, quat):
+        ref, box = frame_at(task.reference, 0, time), object_at(task.reference, 0, time)
+        qpos = np.concatenate([ref.root_pos, ref.root_quat, ref.joint_pos, box.pos, quat])
+        info = {**task.clip_info(0, time), "last_action": jnp.zeros(19), "step": jnp.asarray(0)}
+        view = _view(compiled, qpos, np.zeros(compiled.model.nv))
+        return float(terms(view, info)["object_rot"]) / task.config.rewards.object_rot
+
+    end = float(task.reference.duration(0))
+    clip_quat = np.asarray(object_at(task.reference, 0, end).quat)
+    assert scored(end, clip_quat) > 0.999
+    rolled = (Rotation.from_quat(ROLLED, scalar_first=True) * Rotation.from_quat(clip_quat, scalar_first=True))
+    assert scored(end, rolled.as_quat(scalar_first=True)) < 0.01
+
+
+def test_fetch_places_only_an_upright_box():
+    fetch_task = make_task("fetch")
+    fetch = CompiledTask.build(fetch_task)
+    advance = jax.jit(fetch_task.advance)
+    transported = {"phase": jnp.asarray(3, jnp.int32)}
+    phases = [int(advance(_view(fetch, _box_on_the_table(fetch, fetch.model.key_qpos[0], q), np.zeros(fetch.model.nv)),
+                          transported)["phase"]) for q in (UPRIGHT, ROLLED)]
+    assert phases == [4, 3], "placed upright: done; rolled onto its side: not placed"
