@@ -139,6 +139,8 @@ EXPERTS: dict[str, ExpertSpec] = {
         # by keyed side-steps, and half the starts are from home at its t = 0, the box untouched on the floor where
         # the clip has it, as a router starts it. 8 s episodes hold the 7.3 s clip and the set-down. The shipped
         # expert is the end of a chain of such fine-tunes (experts/README.md); the 8M steps are one stage's budget.
+        # A fine-tune from a shipped folder starts with fresh critics: 100 critic-only iterations keep their first
+        # wild values from wrecking the policy (with 30, 8-13 of 16 evaluation episodes fell; session 20).
         ExpertSpec("carry", "pick a box up from the floor with both hands, carry it to a table and set it down",
                    ("pickup_carry_start",), "carry",
                    tracking={"face_forward": True, "object_joint": "box", "scene_from_clip": True,

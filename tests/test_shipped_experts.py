@@ -26,9 +26,9 @@ BELOW_GOAL: dict[str, str] = {
              "episodes there score 684 per 1000 steps, under the 700 bar, because the 2.4 s get-down earns little crawl "
              "reward; 19/20 at 725-731 in 1000-step episodes over seeds 0 and 1), but 9/10 and 6.6 cm from starts in "
              "its clip's first 4 s; shipped from the 9.2M-step checkpoint of a fine-tune on crawl_get_down (session 20)",
-    "carry": "10/10 from home at 4.9 cm (8/10 on an Intel Xeon), where a router starts it (squat, lift the box off its stand, carry, set it "
-             "down), but 7/10 and 7.0 cm from starts along its clip: 2 of 10 end early. Shipped from the 38.4M-step "
-             "checkpoint whose 16-episode evaluation scored 15/16 (session 18)",
+    "carry": "9/10 from its clip and 9/10 from home (10/10 at seed 1), the box set down upright, 0 falls, but 6.3 cm "
+             "tracking error from starts along its clip against the 6 cm budget (5.2 cm from home). Fine-tuned 18.0M "
+             "steps from the session-18 expert, which rolled the box onto its side as it set it down (session 21)",
 }
 
 
