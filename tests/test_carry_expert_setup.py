@@ -280,25 +280,26 @@ def test_bad_object_settings_are_user_errors():
         build_scene((Placement("box", (0.0, 0.0, 1.0), (("height", 0.5),)),))
 
 
+def _imitation_term(task, compiled, name: str, time: float, box_pos, box_quat) -> float:
+    """Imitation term `name` over its scale, with the robot where the clip has it at `time` and the box as given."""
+    ref = frame_at(task.reference, 0, time)
+    qpos = np.concatenate([ref.root_pos, ref.root_quat, ref.joint_pos, box_pos, box_quat])
+    info = {**task.clip_info(0, time), "last_action": jnp.zeros(19), "step": jnp.asarray(0)}
+    terms = task.reward_terms(_view(compiled, qpos, np.zeros(compiled.model.nv)), info, jnp.zeros(19))
+    return float(terms[name]) / getattr(task.config.rewards, name)
+
+
 def test_the_box_is_tracked_as_an_imitation_term_that_a_box_left_on_the_floor_loses(carry):
     """A paddle resting on the box's top scored full "hold"; object_pos asks for the box where the clip has it."""
     task, compiled, _, _ = carry
     assert "object_pos" in task.imitation_terms and "object_pos" in task.reward_names
     assert "object_pos" not in expert_task(EXPERTS["walk"]).reward_names, "only tasks with an object_joint score it"
-    terms = jax.jit(lambda view, info: task.reward_terms(view, info, jnp.zeros(19)))
-    scale = task.config.rewards.object_pos
-
-    def scored(time, box_pos):
-        ref, box = frame_at(task.reference, 0, time), object_at(task.reference, 0, time)
-        qpos = np.concatenate([ref.root_pos, ref.root_quat, ref.joint_pos, box_pos, box.quat])
-        info = {**task.clip_info(0, time), "last_action": jnp.zeros(19), "step": jnp.asarray(0)}
-        return float(terms(_view(compiled, qpos, np.zeros(compiled.model.nv)), info)["object_pos"]) / scale
-
     lifted = 5.0  # s: the box is carried
-    where = np.asarray(object_at(task.reference, 0, lifted).pos)
-    assert scored(lifted, where) > 0.999
+    box = object_at(task.reference, 0, lifted)
+    where = np.asarray(box.pos)
+    assert _imitation_term(task, compiled, "object_pos", lifted, where, box.quat) > 0.999
     on_floor = np.array([where[0], where[1], BOX_HALF_SIZE[2]])
-    assert scored(lifted, on_floor) < 0.01
+    assert _imitation_term(task, compiled, "object_pos", lifted, on_floor, box.quat) < 0.01
 
 
 def test_grip_pays_palms_on_the_side_faces_and_little_for_palms_on_top(carry):
@@ -386,20 +387,12 @@ def test_a_box_rolled_onto_its_side_on_the_table_is_not_delivered(carry):
 def test_the_clips_box_orientation_is_an_imitation_term_that_a_rolled_box_loses(carry):
     task, compiled, _, _ = carry
     assert "object_rot" in task.imitation_terms and "object_rot" not in expert_task(EXPERTS["walk"]).reward_names
-    terms = jax.jit(lambda view, info: task.reward_terms(view, info, jnp.zeros(19)))
-
-    def scored(time, quat):
-        ref, box = frame_at(task.reference, 0, time), object_at(task.reference, 0, time)
-        qpos = np.concatenate([ref.root_pos, ref.root_quat, ref.joint_pos, box.pos, quat])
-        info = {**task.clip_info(0, time), "last_action": jnp.zeros(19), "step": jnp.asarray(0)}
-        view = _view(compiled, qpos, np.zeros(compiled.model.nv))
-        return float(terms(view, info)["object_rot"]) / task.config.rewards.object_rot
-
     end = float(task.reference.duration(0))
-    clip_quat = np.asarray(object_at(task.reference, 0, end).quat)
-    assert scored(end, clip_quat) > 0.999
-    rolled = (Rotation.from_quat(ROLLED, scalar_first=True) * Rotation.from_quat(clip_quat, scalar_first=True))
-    assert scored(end, rolled.as_quat(scalar_first=True)) < 0.01
+    box = object_at(task.reference, 0, end)
+    clip_quat = np.asarray(box.quat)
+    assert _imitation_term(task, compiled, "object_rot", end, box.pos, clip_quat) > 0.999
+    rolled = Rotation.from_quat(ROLLED, scalar_first=True) * Rotation.from_quat(clip_quat, scalar_first=True)
+    assert _imitation_term(task, compiled, "object_rot", end, box.pos, rolled.as_quat(scalar_first=True)) < 0.01
 
 
 def test_fetch_places_only_an_upright_box():
