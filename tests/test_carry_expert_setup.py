@@ -24,6 +24,8 @@ from metaworld_x.envs.reference import facing_forward, frame_at, held_object, ob
 from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks import make_task
 from metaworld_x.envs.tasks.box import HOLDING_DISTANCE, PALMS, grip, level
+from metaworld_x.envs.tasks.carry import CarryConfig
+from metaworld_x.envs.tasks.composite import FetchConfig
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
 from metaworld_x.errors import UserError
 from metaworld_x.expert_specs import EXPERTS
@@ -278,6 +280,11 @@ def test_bad_object_settings_are_user_errors():
         CompiledTask.build(Tracking(with_overrides(TrackingConfig(), {"clips": ("carry",), "object_joint": "box"})))
     with pytest.raises(UserError, match="'box' cannot take the options"):
         build_scene((Placement("box", (0.0, 0.0, 1.0), (("height", 0.5),)),))
+    for config in (CarryConfig, FetchConfig):  # 90° or more would count a box on its side as upright
+        for tilt in (0.0, 90.0, -5.0):
+            with pytest.raises(UserError, match="max_tilt_deg must be between 0 and 90"):
+                config(max_tilt_deg=tilt)
+        assert config(max_tilt_deg=30.0).max_tilt_deg == 30.0
 
 
 def _imitation_term(task, compiled, name: str, time: float, box_pos, box_quat) -> float:

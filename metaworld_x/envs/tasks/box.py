@@ -5,6 +5,7 @@ import numpy as np
 
 from metaworld_x.envs.observations import relative_to_robot, site_offsets, to_heading_frame
 from metaworld_x.envs.rewards import closeness
+from metaworld_x.errors import UserError
 from metaworld_x.scene.props import BOX_HALF_SIZE
 
 PALMS = ("left_palm", "right_palm")
@@ -70,6 +71,13 @@ def grip(view):
 def level(view):
     """The box upright: 1 within 8° of it, falling linearly to 0 at 47° (by the cosine of its tilt)."""
     return closeness(1.0 - view.site_rot("box")[2, 2], near=0.01, margin=0.3)
+
+
+def check_max_tilt(max_tilt_deg: float) -> None:
+    """Refuse a tilt limit that cannot mean "upright": 0° no box at rest meets, 90° or more a box on its side does."""
+    if not 0.0 < max_tilt_deg < 90.0:
+        raise UserError(f"max_tilt_deg must be between 0 and 90 degrees (exclusive), got {max_tilt_deg}; "
+                        f"the default is {UPRIGHT_TILT_DEG}")
 
 
 def upright(view, max_tilt_deg: float = UPRIGHT_TILT_DEG):

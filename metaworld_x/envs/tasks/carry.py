@@ -7,7 +7,7 @@ import numpy as np
 
 from metaworld_x.envs.rewards import closeness, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
-from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, UPRIGHT_TILT_DEG, box_features, grip, level, upright
+from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, UPRIGHT_TILT_DEG, box_features, check_max_tilt, grip, level, upright
 from metaworld_x.errors import UserError
 from metaworld_x.scene.compose import Placement
 from metaworld_x.scene.props import BOX_HALF_SIZE, default_box_height
@@ -46,6 +46,10 @@ class CarryConfig(TaskConfig):
     max_tilt_deg: float = UPRIGHT_TILT_DEG
     """The most (degrees) the delivered box may lean: set down, not rolled over."""
     rewards: CarryRewards = field(default_factory=CarryRewards)
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_max_tilt(self.max_tilt_deg)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from metaworld_x.envs.observations import site_distances
 from metaworld_x.envs.rewards import closeness, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
-from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, HOLDING_DISTANCE, PALMS, UPRIGHT_TILT_DEG, box_features, upright
+from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, HOLDING_DISTANCE, PALMS, UPRIGHT_TILT_DEG, box_features, check_max_tilt, upright
 from metaworld_x.scene.compose import FETCH_BOX
 from metaworld_x.scene.props import BOX_HALF_SIZE
 
@@ -35,6 +35,10 @@ class FetchConfig(TaskConfig):
     max_tilt_deg: float = UPRIGHT_TILT_DEG
     """The most (degrees) the placed box may lean: a box rolled onto its side is not placed."""
     rewards: FetchRewards = field(default_factory=FetchRewards)
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_max_tilt(self.max_tilt_deg)
 
 
 @dataclass(frozen=True)
