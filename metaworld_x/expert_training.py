@@ -138,7 +138,8 @@ def load_expert(directory: Path):
 def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int = 0, episodes: int = EVAL_EPISODES,
                     steps: int | None = None) -> dict:
     """Success over `episodes` seeded episodes started on the clip, keypoint error, task return and falls; and the
-    same from the scene's home pose under "from_home", or, where the expert's task cannot start there (its props
+    same from the scene's home pose under "from_home" (and from `handover_clip`'s states under "from_handover",
+    for an expert trained to take over from another), or, where the expert's task cannot start there (its props
     come from the clip), from the clip's first frame under "from_start".
 
     Most episodes on the clip start at a random time, and a late start in a prop task begins with part of the
@@ -154,10 +155,14 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
         if steps < 1:
             raise UserError(f"episode length must be at least 1 step, got {steps}")
         task = _with_tracking(task, episode_length=steps)
-    metrics = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0)
+    metrics = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0, handover_start_fraction=0.0)
     if task.config.home_starts_possible:
-        metrics["from_home"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=1.0)
-    else:
+        metrics["from_home"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=1.0,
+                                         handover_start_fraction=0.0)
+    if task.config.handover_start_fraction > 0:
+        metrics["from_handover"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0,
+                                             handover_start_fraction=1.0)
+    if not task.config.home_starts_possible:
         metrics["from_home"] = None
         metrics["from_start"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0,
                                           phase_zero_fraction=1.0)
@@ -224,7 +229,7 @@ def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int | None 
     params, _ = load_expert(directory)
     task = expert_task(spec)
     if task.config.home_start_fraction > 0:
-        task = _with_tracking(task, home_start_fraction=1.0)
+        task = _with_tracking(task, home_start_fraction=1.0, handover_start_fraction=0.0)
         steps = steps or min(task.config.episode_length, HOME_GIF_STEPS)
     steps = steps or GIF_STEPS
     env = make_env(task, 1, "cpu")

@@ -53,6 +53,8 @@ def test_every_shipped_expert_meets_its_recorded_metrics(skill):
     assert fresh["task_return"] == pytest.approx(recorded["task_return"], rel=5e-2)
     if recorded.get("from_home") is not None:  # recorded since home starts exist
         assert abs(fresh["from_home"]["success"] - recorded["from_home"]["success"]) <= MACHINE_SPREAD
+    if recorded.get("from_handover") is not None:  # recorded since session 22 for stand
+        assert abs(fresh["from_handover"]["success"] - recorded["from_handover"]["success"]) <= MACHINE_SPREAD
     if recorded.get("from_start") is not None:  # recorded since session 10 for experts that cannot start from home
         assert abs(fresh["from_start"]["success"] - recorded["from_start"]["success"]) <= MACHINE_SPREAD
     assert np.isfinite(fresh["tracking_error_m"]) and np.isfinite(fresh["task_return"])

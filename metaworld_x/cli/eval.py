@@ -42,6 +42,7 @@ class EvalExpert:
         print(f"task return: {metrics['task_return']:.1f} ({metrics['task_return_per_1000_steps']:.1f} per 1000 steps)")
         print(f"falls: {metrics['falls']}")
         for key, where, why in (("from_home", "the home pose", "how a router starts the expert"),
+                                ("from_handover", "another expert's states", "how a router hands it over"),
                                 ("from_start", "the clip's first frame", "the whole task")):
             if (other := metrics.get(key)) is not None:
                 print(f"from {where}: success {other['success']}/{other['episodes']}, falls {other['falls']},"

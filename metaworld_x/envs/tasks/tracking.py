@@ -47,6 +47,8 @@ from metaworld_x.envs.reference import (
     facing_forward,
     frame_at,
     from_clips,
+    ground_pose,
+    moved_on_ground,
     object_at,
     props_at,
     reanchor,
@@ -132,6 +134,17 @@ class TrackingConfig(TaskConfig):
     """exp(-k·squared angle (rad²) between the object's orientation and the clip's): 0.29 at 45°, 0.007 at 90°."""
     max_deviation: float = 0.5
     """Early termination when a keypoint or the `object_joint` object is farther than this (m) from its reference."""
+    handover_clip: str | None = None
+    """A clip that another expert plays before a router hands over to this one: handover starts begin in its state.
+    The stand expert fell after fetch's router handed it the robot as carry set the box down, bent over the table
+    with its arms out (1, 2 and 4 of 10 episodes over three wordings, session 21); it had only started from home
+    and its own clips."""
+    handover_window: tuple[float, float] = (0.0, 0.0)
+    """Clip times (s) of `handover_clip` between which a handover start takes the robot's state."""
+    handover_start_fraction: float = 0.0
+    """Share of episodes that start in `handover_clip`'s state (pose and velocities, with reset noise) at a random
+    time in `handover_window`, placed where and facing as the home pose is, and otherwise run as a home start:
+    the first clip from its home start time, re-anchored, under `home_max_deviation`."""
     home_max_deviation: float = 1.0
     """The same limit in home-start episodes: they begin up to ~0.6 m from the clip's pose in some keypoint, and
     the router they prepare for has no such limit. At 0.5 m every sit home start ended just before sitting down,
@@ -176,6 +189,20 @@ class TrackingConfig(TaskConfig):
             raise UserError(f"home_start_time must be >= 0 s (or None for the frame closest to home), got {self.home_start_time}")
         if not 0 <= self.home_start_fraction <= 1:
             raise UserError(f"home_start_fraction must be in [0, 1], got {self.home_start_fraction}")
+        if not 0 <= self.handover_start_fraction <= 1 - self.home_start_fraction:
+            raise UserError(f"handover_start_fraction must be in [0, 1 - home_start_fraction], got"
+                            f" {self.handover_start_fraction} with home_start_fraction {self.home_start_fraction}")
+        if self.handover_start_fraction and self.handover_clip is None:
+            raise UserError("handover_start_fraction needs handover_clip: the clip whose states handover starts begin in")
+        if self.handover_start_fraction and self.moves_props:
+            raise UserError("handover starts begin in another expert's pose on the spot home starts use, which a task"
+                            " whose props come from its clip (object_joint, clip_props) has no place for")
+        if len(self.handover_window) != 2:
+            raise UserError(f"handover_window must be (start, end) in seconds, got {self.handover_window}")
+        object.__setattr__(self, "handover_window", tuple(float(t) for t in self.handover_window))  # JSON gives lists
+        start, end = self.handover_window
+        if not 0 <= start <= end:
+            raise UserError(f"handover_window must be (start, end) with 0 <= start <= end (s), got {self.handover_window}")
         if self.max_deviation <= 0 or self.home_max_deviation <= 0:
             raise UserError(f"max_deviation and home_max_deviation must be > 0 m, got {self.max_deviation}, {self.home_max_deviation}")
         if self.home_start_fraction and not self.home_starts_possible:
@@ -216,6 +243,8 @@ class Tracking(Task):
                 f"scene_from_clip needs an objective that lays its scene out along a clip (carry does);"
                 f" {self.objective.name if self.objective else 'pure tracking'} does not"
             )
+        if self.config.handover_start_fraction > 0:
+            _ = self.handover_reference  # a missing clip or a window past its end is told now, not at the first reset
 
     # ---- scene and view ------------------------------------------------------
 
@@ -265,6 +294,19 @@ class Tracking(Task):
             clips = [facing_forward(c) for c in clips]
         loop = [self.config.loop if self.config.loop is not None else bool(c.info.get("loop", False)) for c in clips]
         return from_clips(clips, loop)
+
+    @cached_property
+    def handover_reference(self) -> ReferenceMotion | None:
+        """`handover_clip` as a one-clip reference, checked to hold `handover_window`; None without one."""
+        from metaworld_x.motion.clip import load_clip
+
+        if self.config.handover_clip is None:
+            return None
+        clip = load_clip(clip_path(self.config.handover_clip))
+        if self.config.handover_window[1] > clip.duration:
+            raise UserError(f"handover_window {self.config.handover_window} ends after {self.config.handover_clip}"
+                            f" does ({clip.duration:.2f} s); pick times within the clip")
+        return from_clips([clip], [False])
 
     def _reference_with_object(self) -> ReferenceMotion:
         """The reference, checked to carry an object pose in every clip."""
@@ -463,12 +505,20 @@ class Tracking(Task):
         start = jax.random.uniform(k_phase, (), minval=0.0, maxval=latest)
         start = jnp.where(jax.random.uniform(k_zero) < self.config.phase_zero_fraction, 0.0, start)
         info = self.clip_info(clip, start)
-        if self.config.home_start_fraction > 0:
-            # a router drives a multi-clip expert by its first clip, from that clip's frame closest to home
-            from_home = jax.random.uniform(k_home) < self.config.home_start_fraction
+        home, handover = self.config.home_start_fraction, self.config.handover_start_fraction
+        if home + handover > 0:
+            # a router drives a multi-clip expert by its first clip, from that clip's frame closest to home; a
+            # handover start is a home start whose robot begins in another clip's state
+            draw = jax.random.uniform(k_home)
+            from_home = draw < home + handover
             clip = jnp.where(from_home, 0, clip)
             start = jnp.where(from_home, jnp.float32(self._home_start), start)
             info = {**info, "clip": clip, "ref_time": start, "from_home": from_home}
+        if handover > 0:
+            # fold_in, not one more split: the streams of tasks without handover starts stay as they were
+            handover_time = jax.random.uniform(jax.random.fold_in(k_home, 1), (), minval=self.config.handover_window[0],
+                                               maxval=self.config.handover_window[1])
+            info["handover_time"] = jnp.where((draw >= home) & from_home, handover_time, -1.0)
         if self.objective is not None:
             info.update(self.objective.reset_info(k_objective))
         return info
@@ -481,8 +531,11 @@ class Tracking(Task):
         n = len(JOINT_NAMES)
         qpos = home.qpos.at[:3].set(ref.root_pos).at[3:7].set(ref.root_quat).at[7 : 7 + n].set(ref.joint_pos)
         qvel = home.qvel.at[:3].set(ref.root_lin_vel).at[3:6].set(ref.root_ang_vel).at[6 : 6 + n].set(ref.joint_vel)
-        if self.config.home_start_fraction > 0:
-            rest = perturb_robot(rng, home, self.config.reset_noise)
+        if self.config.home_start_fraction + self.config.handover_start_fraction > 0:
+            rest = home
+            if self.config.handover_start_fraction > 0:
+                rest = self._handover_state(home, info["handover_time"])
+            rest = perturb_robot(rng, rest, self.config.reset_noise)
             qpos = jnp.where(info["from_home"], rest.qpos, qpos)
             qvel = jnp.where(info["from_home"], rest.qvel, qvel)
         if self._object is not None:
@@ -498,6 +551,17 @@ class Tracking(Task):
                 qvel = qvel.at[joint.qvel_start : joint.qvel_start + joint.qvel_size].set(props.qvel[v : v + joint.qvel_size])
                 q, v = q + joint.qpos_size, v + joint.qvel_size
         return home.replace(qpos=qpos, qvel=qvel)
+
+    def _handover_state(self, home: PhysicsInit, handover_time) -> PhysicsInit:
+        """The home state, or, at a `handover_time` >= 0, the robot in `handover_clip`'s state then, moved onto the
+        home pose's spot and heading (its height, pose and velocities as the clip has them)."""
+        frame = frame_at(self.handover_reference, 0, jnp.maximum(handover_time, 0.0))
+        frame = moved_on_ground(frame, ground_pose(frame.root_pos, frame.root_quat), ground_pose(home.qpos[:3], home.qpos[3:7]))
+        n = len(JOINT_NAMES)
+        qpos = home.qpos.at[:3].set(frame.root_pos).at[3:7].set(frame.root_quat).at[7 : 7 + n].set(frame.joint_pos)
+        qvel = home.qvel.at[:3].set(frame.root_lin_vel).at[3:6].set(frame.root_ang_vel).at[6 : 6 + n].set(frame.joint_vel)
+        handed_over = handover_time >= 0
+        return home.replace(qpos=jnp.where(handed_over, qpos, home.qpos), qvel=jnp.where(handed_over, qvel, home.qvel))
 
     # ---- during the episode --------------------------------------------------
 
