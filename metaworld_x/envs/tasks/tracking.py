@@ -24,6 +24,12 @@ has pushed, the door the door clip has opened) to the clip's state at the
 start time, so that a late start does not begin inside a prop left where the
 scene puts it.
 
+Home starts (`home_start_fraction`) begin a share of episodes at rest in the
+scene's home pose, the clip re-anchored onto the robot each step, as a router
+runs an expert; handover starts (`handover_start_fraction`) are home starts
+whose robot begins in another clip's state (`handover_clip`), as a router
+hands an expert the robot that another has been driving.
+
 Success: the episode reaches its time limit without early termination and,
 with an objective, the objective's own success criterion holds.
 """
