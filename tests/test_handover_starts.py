@@ -50,6 +50,10 @@ def test_a_handover_start_begins_in_the_other_clips_state_on_the_home_spot_and_r
         assert float(twist_yaw(state.qpos[3:7])) == pytest.approx(float(twist_yaw(home.qpos[3:7])), abs=1e-5)
         # far from the stand clip's pose: the arms are out over the table, the hips bent
         assert np.abs(np.asarray(carry.joint_pos) - np.asarray(home.qpos[7 : 7 + n])).max() > 0.3
+    # a start on the clip (`clip_info`, no handover time) is a plain reference-state start
+    on_clip = task.reset_physics(jax.random.PRNGKey(0), home, task.clip_info(1, 0.3))
+    np.testing.assert_allclose(np.asarray(on_clip.qpos[7 : 7 + n]), np.asarray(frame_at(task.reference, 1, 0.3).joint_pos),
+                               atol=1e-6)
 
 
 def test_starts_split_between_clip_home_and_handover_as_configured():

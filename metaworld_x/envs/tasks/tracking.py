@@ -540,7 +540,8 @@ class Tracking(Task):
         if self.config.home_start_fraction + self.config.handover_start_fraction > 0:
             rest = home
             if self.config.handover_start_fraction > 0:
-                rest = self._handover_state(home, info["handover_time"])
+                # info from `clip_info` (a start on the clip, as tests and replays make it) has no handover time
+                rest = self._handover_state(home, info.get("handover_time", jnp.float32(-1.0)))
             rest = perturb_robot(rng, rest, self.config.reset_noise)
             qpos = jnp.where(info["from_home"], rest.qpos, qpos)
             qvel = jnp.where(info["from_home"], rest.qvel, qvel)
