@@ -3,6 +3,7 @@ robot that another expert has been driving (stand, after carry has set the box d
 
 import jax
 import jax.numpy as jnp
+import mujoco
 import numpy as np
 import pytest
 
@@ -105,8 +106,6 @@ def test_bad_handover_settings_are_user_errors():
 def test_a_handover_start_is_physical_the_robot_stands_on_the_floor_without_interpenetration():
     task = _stand(**HANDOVER, home_start_fraction=0.0, handover_start_fraction=1.0)
     compiled = CompiledTask.build(task)
-    import mujoco
-
     model, data = compiled.model, mujoco.MjData(compiled.model)
     for seed in range(3):
         key = jax.random.PRNGKey(seed)

@@ -51,12 +51,11 @@ def test_every_shipped_expert_meets_its_recorded_metrics(skill):
     # goals below are checked on this fresh evaluation, strictly: they are the real test.
     assert abs(fresh["success"] - recorded["success"]) <= MACHINE_SPREAD
     assert fresh["task_return"] == pytest.approx(recorded["task_return"], rel=5e-2)
-    if recorded.get("from_home") is not None:  # recorded since home starts exist
-        assert abs(fresh["from_home"]["success"] - recorded["from_home"]["success"]) <= MACHINE_SPREAD
-    if recorded.get("from_handover") is not None:  # recorded since session 22 for stand
-        assert abs(fresh["from_handover"]["success"] - recorded["from_handover"]["success"]) <= MACHINE_SPREAD
-    if recorded.get("from_start") is not None:  # recorded since session 10 for experts that cannot start from home
-        assert abs(fresh["from_start"]["success"] - recorded["from_start"]["success"]) <= MACHINE_SPREAD
+    # from_home: since home starts exist; from_handover: since session 22 (stand); from_start: since session 10, for
+    # experts that cannot start from home
+    for starts in ("from_home", "from_handover", "from_start"):
+        if recorded.get(starts) is not None:
+            assert abs(fresh[starts]["success"] - recorded[starts]["success"]) <= MACHINE_SPREAD, starts
     assert np.isfinite(fresh["tracking_error_m"]) and np.isfinite(fresh["task_return"])
     missed = EXPERTS[skill].shortfalls(fresh)
     if skill in BELOW_GOAL:  # test_below_goal_list_names_only_experts_that_miss keeps this list honest

@@ -229,6 +229,14 @@ def clip_path(name: str) -> Path:
     return MOTIONS_DIR / f"{name}.npz"
 
 
+def _robot_in(home: PhysicsInit, frame: ReferenceFrame) -> PhysicsInit:
+    """`home` with the robot's root and joints (positions and velocities) set to the reference `frame`'s."""
+    n = len(JOINT_NAMES)
+    qpos = home.qpos.at[:3].set(frame.root_pos).at[3:7].set(frame.root_quat).at[7 : 7 + n].set(frame.joint_pos)
+    qvel = home.qvel.at[:3].set(frame.root_lin_vel).at[3:6].set(frame.root_ang_vel).at[6 : 6 + n].set(frame.joint_vel)
+    return home.replace(qpos=qpos, qvel=qvel)
+
+
 @dataclass(frozen=True)
 class Tracking(Task):
     """Follow reference clips (see the module docstring)."""
@@ -532,11 +540,9 @@ class Tracking(Task):
     def reset_physics(self, rng, home: PhysicsInit, info) -> PhysicsInit:
         """Reference-state initialisation: the robot (and `object_joint`, and with `clip_props` the props) in the
         clip's state at the start time; or, for a home start, the robot in the scene's home pose (with the task's
-        reset noise) at rest."""
-        ref = frame_at(self.reference, info["clip"], info["ref_time"])
-        n = len(JOINT_NAMES)
-        qpos = home.qpos.at[:3].set(ref.root_pos).at[3:7].set(ref.root_quat).at[7 : 7 + n].set(ref.joint_pos)
-        qvel = home.qvel.at[:3].set(ref.root_lin_vel).at[3:6].set(ref.root_ang_vel).at[6 : 6 + n].set(ref.joint_vel)
+        reset noise) at rest, or for a handover start in `handover_clip`'s state."""
+        on_clip = _robot_in(home, frame_at(self.reference, info["clip"], info["ref_time"]))
+        qpos, qvel = on_clip.qpos, on_clip.qvel
         if self.config.home_start_fraction + self.config.handover_start_fraction > 0:
             rest = home
             if self.config.handover_start_fraction > 0:
@@ -564,11 +570,8 @@ class Tracking(Task):
         home pose's spot and heading (its height, pose and velocities as the clip has them)."""
         frame = frame_at(self.handover_reference, 0, jnp.maximum(handover_time, 0.0))
         frame = moved_on_ground(frame, ground_pose(frame.root_pos, frame.root_quat), ground_pose(home.qpos[:3], home.qpos[3:7]))
-        n = len(JOINT_NAMES)
-        qpos = home.qpos.at[:3].set(frame.root_pos).at[3:7].set(frame.root_quat).at[7 : 7 + n].set(frame.joint_pos)
-        qvel = home.qvel.at[:3].set(frame.root_lin_vel).at[3:6].set(frame.root_ang_vel).at[6 : 6 + n].set(frame.joint_vel)
-        handed_over = handover_time >= 0
-        return home.replace(qpos=jnp.where(handed_over, qpos, home.qpos), qvel=jnp.where(handed_over, qvel, home.qvel))
+        handed_over = _robot_in(home, frame)
+        return jax.tree.map(lambda a, b: jnp.where(handover_time >= 0, a, b), handed_over, home)
 
     # ---- during the episode --------------------------------------------------
 
