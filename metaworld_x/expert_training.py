@@ -18,6 +18,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from metaworld_x.atomic import atomic_path
 from metaworld_x.envs.expert import expert_task, make_env
 from metaworld_x.errors import UserError
 from metaworld_x.expert_specs import ExpertSpec, expert_spec
@@ -246,7 +247,6 @@ def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int | None 
             env.batch.get_data(0, data)
             mujoco.mj_forward(model, data)
             frames.append(render_frame(model, data, renderer=renderer))
-    tmp = path.with_name(path.name + ".tmp.gif")
-    iio.imwrite(tmp, np.stack(frames), extension=".gif", duration=1000 / fps, loop=0)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        iio.imwrite(tmp, np.stack(frames), extension=".gif", duration=1000 / fps, loop=0)
     return path

@@ -7,7 +7,6 @@ same computation as an ONNX graph.
 """
 
 import json
-import os
 from pathlib import Path
 
 import jax
@@ -15,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization, struct
 
+from metaworld_x.atomic import atomic_path, write_bytes, write_text
 from metaworld_x.errors import UserError
 
 POLICY_FILE = "policy.msgpack"
@@ -78,10 +78,8 @@ def save_policy(params: PolicyParams, directory: Path, spec: dict) -> Path:
         "weights": {str(i): np.asarray(w) for i, w in enumerate(params.weights)},
         "biases": {str(i): np.asarray(b) for i, b in enumerate(params.biases)},
     }
-    for name, payload in ((POLICY_FILE, serialization.msgpack_serialize(arrays)), (SPEC_FILE, json.dumps(record, indent=2).encode())):
-        tmp = directory / f".{name}.tmp"
-        tmp.write_bytes(payload)
-        os.replace(tmp, directory / name)
+    write_bytes(directory / POLICY_FILE, serialization.msgpack_serialize(arrays))
+    write_text(directory / SPEC_FILE, json.dumps(record, indent=2))
     return directory
 
 
@@ -151,8 +149,6 @@ def export_onnx(params: PolicyParams, path: Path, opset: int = 17) -> Path:
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="metaworld-x")
     onnx.checker.check_model(model)
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    onnx.save(model, str(tmp))
-    os.replace(tmp, path)
-    return path
+    with atomic_path(path) as tmp:
+        onnx.save(model, str(tmp))
+    return Path(path)

@@ -6,6 +6,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from metaworld_x.atomic import atomic_path
 from metaworld_x.errors import UserError
 
 
@@ -33,9 +34,6 @@ def save_image(image: np.ndarray, path: str | Path) -> Path:
     """Write a PNG atomically: a killed run never leaves half an image."""
     import imageio.v3 as iio
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    iio.imwrite(tmp, image, extension=path.suffix or ".png")
-    os.replace(tmp, path)
-    return path
+    with atomic_path(path) as tmp:
+        iio.imwrite(tmp, image, extension=Path(path).suffix or ".png")
+    return Path(path)

@@ -114,7 +114,6 @@ def bench_gymnasium_humanoid(seconds: float) -> str | dict:
     except Exception as error:  # gymnasium[mujoco] missing, or its model fails to load
         return f"not available ({type(error).__name__}: {str(error).splitlines()[0][:60]})"
     env.reset(seed=0)
-    box = {"n": 0}
 
     def run():
         _, _, terminated, truncated, _ = env.step(env.action_space.sample())
@@ -188,7 +187,7 @@ def main():
 
     print(f"# Environment throughput: {cpu_model()}, {os.cpu_count()} logical cores, jax {jax.__version__}"
           f" ({jax.default_backend()}: {jax.devices()[0].device_kind}), mujoco {mujoco.__version__}")
-    print(f"| what | env steps/s | physics steps/s | note |")
+    print("| what | env steps/s | physics steps/s | note |")
     print("|---|---:|---:|---|")
     for what, env_steps, physics_steps, note in rows:
         fmt = lambda x: "n/a" if x is None else f"{x:,.0f}"

@@ -34,7 +34,7 @@ from metaworld_x.motion.grip import GripConfig
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.scene import build_model, build_scene
 from metaworld_x.scene.compose import Placement
-from metaworld_x.scene.props import BOX_HALF_SIZE, TABLE_HEIGHT, default_box_height
+from metaworld_x.scene.props import BOX_HALF_SIZE, TABLE_HEIGHT
 
 pytestmark = pytest.mark.skipif(
     not (MOTIONS_DIR / "pickup_carry.npz").is_file(),

@@ -7,7 +7,6 @@ robot does not start inside them and get thrown out within a few steps.
 """
 
 import jax
-import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest

@@ -1,7 +1,6 @@
 """The router: mixture, weights, VLM prior and its decay, imagination training, checkpoints, adapters."""
 
 import time
-import warnings
 
 import jax
 import jax.numpy as jnp

@@ -1,6 +1,5 @@
 """Tracking environments: the reference is followed, rewarded and sampled as stated."""
 
-import functools
 
 import jax
 import jax.numpy as jnp

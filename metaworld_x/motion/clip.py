@@ -21,14 +21,13 @@ Arrays (T frames at `fps`, float32 unless noted):
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from metaworld_x.atomic import atomic_path
 from metaworld_x.errors import UserError
 from metaworld_x.robot.constants import JOINT_NAMES
 
@@ -152,17 +151,8 @@ def save_clip(clip: Clip, path: str | Path) -> Path:
     if clip.prop_qpos is not None:
         arrays["prop_qpos"] = np.asarray(clip.prop_qpos, dtype=np.float32)
     arrays["metadata"] = np.array(json.dumps(clip.metadata(), sort_keys=True))
-    descriptor, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            np.savez_compressed(stream, **arrays)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes the file private
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "wb") as stream:
+        np.savez_compressed(stream, **arrays)
     return path
 
 
@@ -240,12 +230,6 @@ def read_clip(path: str | Path) -> Clip:
         )
     except UserError as error:
         raise UserError(f"{path}: {error}") from None
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _default_model() -> "mujoco.MjModel":

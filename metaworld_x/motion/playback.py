@@ -8,6 +8,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from metaworld_x.atomic import atomic_path
 from metaworld_x.motion.clip import Clip, load_clip
 
 # Bones of the canonical human skeleton, drawn as capsules.
@@ -72,7 +73,6 @@ def write_video(path: Path, out: Path, width: int, height: int, human_offset: fl
     `metaworld_x.render.render_frame` updates and renders in one call; the
     human is drawn between the two, so the renderer is driven directly here.
     """
-    import os
 
     import imageio.v2 as imageio
     from tqdm import tqdm
@@ -87,19 +87,13 @@ def write_video(path: Path, out: Path, width: int, height: int, human_offset: fl
     except Exception as error:
         raise UserError(f"cannot create an OpenGL context for rendering ({error}); set MUJOCO_GL=egl") from None
     offset = np.array([0.0, human_offset, 0.0])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
     try:
-        with imageio.get_writer(tmp, fps=clip.fps, macro_block_size=1) as writer:
+        with atomic_path(out) as tmp, imageio.get_writer(tmp, fps=clip.fps, macro_block_size=1) as writer:
             for frame in tqdm(range(clip.num_frames), desc=f"rendering {path.name}", leave=False):
                 pose_robot(model, data, clip, frame)
                 renderer.update_scene(data, camera="track")
                 draw_human(renderer.scene, clip, frame, offset)
                 writer.append_data(renderer.render())
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     finally:
         renderer.close()
     print(f"{out}: {clip.num_frames} frames of {clip.skill!r} (robot; scaled human {human_offset:g} m to its left)")

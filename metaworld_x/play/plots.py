@@ -1,9 +1,10 @@
 """PNG plots of a played episode: tracking error per body part, expert weights over time."""
 
-import os
 from pathlib import Path
 
 import numpy as np
+
+from metaworld_x.atomic import atomic_path
 
 
 def _figure():
@@ -20,12 +21,9 @@ def _save(fig, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     try:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp.png")
-        fig.savefig(tmp, dpi=100)
-        os.replace(tmp, path)
-        return path
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=100)
+        return Path(path)
     finally:
         plt.close(fig)
 

@@ -1,11 +1,11 @@
 """Frames to .mp4 and .gif files, written atomically (a killed run leaves no half file)."""
 
-import os
 import warnings
 from pathlib import Path
 
 import numpy as np
 
+from metaworld_x.atomic import atomic_path
 from metaworld_x.errors import UserError
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -54,22 +54,15 @@ class VideoSink:
 def write_mp4(frames: list[np.ndarray], path: Path, fps: float) -> Path:
     import imageio.v2 as imageio
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.mp4")
-    try:
-        with warnings.catch_warnings():
-            # imageio starts ffmpeg with fork+exec; JAX's warning about fork in a
-            # threaded process concerns children that go on running Python
-            warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
-            # macro_block_size=1: keep odd sizes as they are instead of resizing with a warning
-            with imageio.get_writer(tmp, fps=fps, macro_block_size=1) as writer:
-                for frame in frames:
-                    writer.append_data(frame)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    with atomic_path(path) as tmp, warnings.catch_warnings():
+        # imageio starts ffmpeg with fork+exec; JAX's warning about fork in a
+        # threaded process concerns children that go on running Python
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+        # macro_block_size=1: keep odd sizes as they are instead of resizing with a warning
+        with imageio.get_writer(tmp, fps=fps, macro_block_size=1) as writer:
+            for frame in frames:
+                writer.append_data(frame)
+    return Path(path)
 
 
 def write_gif(frames: list[np.ndarray], path: Path, fps: float) -> Path:
@@ -84,10 +77,6 @@ def write_gif(frames: list[np.ndarray], path: Path, fps: float) -> Path:
     if width > GIF_MAX_WIDTH:
         size = (GIF_MAX_WIDTH, round(height * GIF_MAX_WIDTH / width))
         frames = [np.asarray(Image.fromarray(f).resize(size, Image.LANCZOS)) for f in frames]
-    tmp = path.with_name(f".{path.name}.tmp.gif")
-    try:
+    with atomic_path(path) as tmp:
         iio.imwrite(tmp, np.stack(frames), extension=".gif", duration=1000 / fps, loop=0)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path

@@ -11,11 +11,11 @@ missing, extra, changed and reordered experts: a router's output i means
 import dataclasses
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from flax import serialization
 
+from metaworld_x.atomic import write_bytes, write_text
 from metaworld_x.errors import UserError
 from metaworld_x.routing.config import RouterConfig
 from metaworld_x.routing.experts import ExpertSet
@@ -48,10 +48,8 @@ def save_router(directory: Path, router: Router, params: RouterParams, experts: 
         "versions": versions(),
         **(meta or {}),
     }
-    for name, data in ((PARAMS_FILE, payload), (META_FILE, json.dumps(record, indent=2).encode())):
-        tmp = directory / f".{name}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, directory / name)
+    write_bytes(directory / PARAMS_FILE, payload)
+    write_text(directory / META_FILE, json.dumps(record, indent=2))
     return directory
 
 

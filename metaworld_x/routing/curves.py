@@ -1,10 +1,11 @@
 """PNG plots of a router run: training curves, and expert weights over an episode."""
 
-import os
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+from metaworld_x.atomic import atomic_path
 
 
 def _pyplot():
@@ -17,10 +18,8 @@ def _pyplot():
 
 
 def _save(fig, path: Path) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.png")
-    fig.savefig(tmp, dpi=90)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=90)
 
 
 def plot_training(path: Path, wm_history: dict, full: dict, ablations: dict, expert_names) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from metaworld_x.atomic import write_text
 from metaworld_x.errors import UserError
 from metaworld_x.routing.config import RouterConfig
 from metaworld_x.world_model.config import WorldModelConfig
@@ -169,10 +170,7 @@ def prepare_context(config: RouterTrainConfig, experts_dir: Path, resolver=None)
 
 
 def write_json(path: Path, payload) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=_jsonable))
-    os.replace(tmp, path)
+    write_text(path, json.dumps(payload, indent=2, default=_jsonable))
 
 
 def _jsonable(value):

@@ -6,8 +6,9 @@ resume so the curve has no duplicated steps.
 """
 
 import json
-import os
 from pathlib import Path
+
+from metaworld_x.atomic import atomic_path, write_text
 
 HISTORY_FILE = "metrics.jsonl"
 
@@ -29,9 +30,7 @@ class RunLog:
 
     def _trim(self, step: int) -> None:
         kept = [r for r in self.history() if r["env_steps"] <= step]
-        tmp = self.history_path.with_suffix(".tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
-        os.replace(tmp, self.history_path)
+        write_text(self.history_path, "".join(json.dumps(r) + "\n" for r in kept))
 
     def write(self, env_steps: int, scalars: dict[str, float]) -> None:
         record = {"env_steps": int(env_steps), **{k: float(v) for k, v in scalars.items()}}
@@ -80,9 +79,9 @@ def plot_curve(history: list[dict], path: Path, title: str = "training") -> Path
             ax.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=110)
+    finally:
+        plt.close(fig)
+    return Path(path)

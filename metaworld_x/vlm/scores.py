@@ -5,7 +5,6 @@ the expert catalog, and returns a 0-10 score per expert, the scale the paper's
 VLM answers on. The router is supervised by `prior = softmax(scores / T)`.
 """
 
-import json
 import unicodedata
 import warnings
 from dataclasses import dataclass

@@ -10,11 +10,11 @@ overwritten; what remains of a partly overwritten episode stays usable.
 """
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
+from metaworld_x.atomic import atomic_path
 from metaworld_x.errors import UserError
 
 FORMAT_VERSION = 1
@@ -152,13 +152,11 @@ class ReplayBuffer:
             "cond_size": self.cond_size, "cond_kind": self.cond_kind, "cursor": self.cursor,
             "size": self.size, "next_episode": self.next_episode,
         }
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
             np.savez(
                 f, meta=np.array(json.dumps(meta)), obs=self.obs[used], cond=self.cond[used], reward=self.reward[used],
                 terminated=self.terminated[used], last=self.last[used], episode=self.episode[used],
             )
-        os.replace(tmp, path)
         return path
 
     @classmethod

@@ -3,12 +3,12 @@
 import dataclasses
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import jax
 from flax import serialization
 
+from metaworld_x.atomic import write_bytes, write_text
 from metaworld_x.errors import UserError
 from metaworld_x.world_model.config import WorldModelConfig
 from metaworld_x.world_model.model import WorldModel, WorldModelParams
@@ -34,10 +34,8 @@ def save_world_model(directory: Path, model: WorldModel, params: WorldModelParam
         "versions": versions(),
         **(meta or {}),
     }
-    for name, data in ((PARAMS_FILE, payload), (META_FILE, json.dumps(record, indent=2).encode())):
-        tmp = directory / f".{name}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, directory / name)
+    write_bytes(directory / PARAMS_FILE, payload)
+    write_text(directory / META_FILE, json.dumps(record, indent=2))
     return directory
 
 

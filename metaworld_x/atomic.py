@@ -1,0 +1,41 @@
+"""Atomic file writes: a killed run leaves the old file or the new one, never half of one.
+
+Every artifact the project writes (policies, clips, checkpoints' side files,
+plots, videos, metrics) goes through `atomic_path`: the writer fills a hidden
+temporary file beside the target, which is flushed to disk and renamed onto
+the target only when the writer finished without error. The temporary name
+keeps the target's suffix, so writers that pick a format by suffix (matplotlib,
+imageio) write the right one.
+"""
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path to write to; on success it replaces `path` (whose folder is made if missing)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        yield tmp
+        with open(tmp, "rb+") as written:  # on disk before the rename, so a crash cannot leave an empty file
+            os.fsync(written.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)

@@ -1,0 +1,32 @@
+"""Atomic writes: the target holds the old content or the new, never part of it, and no temporary file is left."""
+
+import pytest
+
+from metaworld_x.atomic import atomic_path, write_bytes, write_text
+
+
+def test_a_finished_write_replaces_the_file_and_makes_its_folder(tmp_path):
+    target = tmp_path / "new" / "folder" / "metrics.json"
+    write_text(target, '{"a": 1}')
+    assert target.read_text() == '{"a": 1}'
+    write_bytes(target, b'{"a": 2}')
+    assert target.read_text() == '{"a": 2}'
+    assert [p.name for p in target.parent.iterdir()] == ["metrics.json"]
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_nothing_behind(tmp_path):
+    target = tmp_path / "policy.msgpack"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError, match="killed"):
+        with atomic_path(target) as tmp:
+            tmp.write_bytes(b"half of the n")
+            raise RuntimeError("killed mid-write")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["policy.msgpack"]
+
+
+def test_the_temporary_file_keeps_the_suffix_that_writers_choose_a_format_by(tmp_path):
+    with atomic_path(tmp_path / "curve.png") as tmp:
+        assert tmp.suffix == ".png" and tmp.parent == tmp_path and tmp.name.startswith(".")
+        tmp.write_bytes(b"png")
+    assert (tmp_path / "curve.png").read_bytes() == b"png"
