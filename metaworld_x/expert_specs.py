@@ -32,6 +32,8 @@ CARRY_HANDOVER = {"handover_clip": "pickup_carry_start", "handover_window": (6.8
 
 # Mean keypoint tracking error (m) every expert must stay within while following its clip.
 TRACKING_ERROR_GOAL = 0.06
+# TrackingConfig's episode length, for specs that keep it (not imported: this module stays free of the simulator).
+DEFAULT_EPISODE_LENGTH = 500
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,12 @@ class ExpertSpec:
     return_goal: float | None = None
     """Task return per 1000 steps it must exceed: HumanoidBench's success bar where one exists."""
 
+    def __post_init__(self):
+        # The periodic evaluation during training runs whole episodes, as `eval expert` does: success is decided at
+        # an episode's end, so a shorter one never succeeds (run, sit and carry logged 0 % throughout).
+        length = self.tracking.get("episode_length", DEFAULT_EPISODE_LENGTH)
+        object.__setattr__(self, "ppo", replace(self.ppo, eval_steps=length))
+
     def shortfalls(self, metrics: dict) -> list[str]:
         """The quality goals a `evaluate_expert` result misses, each as one phrase (empty: all met)."""
         missed = []
@@ -83,7 +91,7 @@ def _ppo(total_env_steps: int, budget: float, mode: str = "lagrangian", failure_
     constraint = ConstraintConfig(mode=mode, budget=budget, failure_error=failure_error)
     base = dict(
         num_envs=1024, unroll_length=20, num_minibatches=8, num_epochs=4, learning_rate=3e-4,
-        entropy_cost=2e-3, discounting=0.97, eval_every=25, num_eval_envs=16, eval_steps=500,
+        entropy_cost=2e-3, discounting=0.97, eval_every=25, num_eval_envs=16,
         checkpoint_every=25, policy_hidden=(256, 128), value_hidden=(256, 256),
     )
     base.update(kw)

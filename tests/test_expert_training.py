@@ -71,3 +71,13 @@ def test_eval_expert_refuses_fewer_than_one_episode():
 def test_missing_expert_says_which_command_trains_it(tmp_path):
     with pytest.raises(UserError, match="metaworld-x train expert walk"):
         evaluate_expert(tmp_path / "walk")
+
+
+def test_the_periodic_evaluation_runs_whole_episodes_so_that_success_can_be_reached():
+    from metaworld_x.envs.expert import expert_task
+    from metaworld_x.expert_specs import EXPERTS
+
+    for skill, spec in EXPERTS.items():
+        length = expert_task(spec).config.episode_length
+        assert spec.ppo.eval_steps == length, f"{skill}: evaluates {spec.ppo.eval_steps} of {length} steps"
+    assert expert_spec("carry", num_envs=8).ppo.eval_steps == EXPERTS["carry"].ppo.eval_steps
