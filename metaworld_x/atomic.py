@@ -1,7 +1,7 @@
 """Atomic file writes: a killed run leaves the old file or the new one, never half of one.
 
 Every artifact the project writes (policies, clips, checkpoints' side files,
-plots, videos, metrics) goes through `atomic_path`: the writer fills a hidden
+plots, videos, metrics) goes through `atomic_path` (figures: `save_figure`): the writer fills a hidden
 temporary file beside the target, which is flushed to disk and renamed onto
 the target only when the writer finished without error. The temporary name
 keeps the target's suffix, so writers that pick a format by suffix (matplotlib,
@@ -38,4 +38,16 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
 def write_text(path: str | Path, text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+    return Path(path)
+
+
+def save_figure(fig, path: str | Path, dpi: int) -> Path:
+    """Write a matplotlib figure, then close it (pyplot keeps every open figure until it is closed)."""
+    import matplotlib.pyplot as plt
+
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=dpi)
+    finally:
+        plt.close(fig)
     return Path(path)

@@ -30,3 +30,19 @@ def test_the_temporary_file_keeps_the_suffix_that_writers_choose_a_format_by(tmp
         assert tmp.suffix == ".png" and tmp.parent == tmp_path and tmp.name.startswith(".")
         tmp.write_bytes(b"png")
     assert (tmp_path / "curve.png").read_bytes() == b"png"
+
+
+def test_a_figure_is_written_as_a_png_and_closed(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from metaworld_x.atomic import save_figure
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    path = save_figure(fig, tmp_path / "plots" / "curve.png", dpi=50)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not plt.fignum_exists(fig.number), "the figure is closed"
+    assert [p.name for p in path.parent.iterdir()] == ["curve.png"]

@@ -34,7 +34,7 @@ from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
 from metaworld_x.motion.keyframes import KeyframeClip, KeyPose, compose, home_points, minimum_jerk
 from metaworld_x.motion.retarget import SourceInfo, solve_clip
-from metaworld_x.motion.transition import _slerp, poses_from_rest_config, targets_from_poses
+from metaworld_x.motion.transition import blend_poses, poses_from_rest_config, targets_from_poses
 
 
 @dataclass(frozen=True)
@@ -103,11 +103,6 @@ def lead_in_keys(clip: Clip, frame: int, home: dict[str, np.ndarray], config: Le
     return tuple(keys)
 
 
-def _poses(clip: Clip) -> np.ndarray:
-    """[T, 26] root position, quaternion (w, x, y, z) and joint angles of every frame."""
-    return np.concatenate([clip.root_pos, clip.root_quat, clip.joint_pos], axis=1)
-
-
 def with_lead_in(clip: Clip, *, model: mujoco.MjModel, config: LeadInConfig | None = None,
                  progress: bool = False) -> Clip:
     """`clip` from `config.join_at` on, preceded by a lead-in from the home pose (see the module docstring)."""
@@ -117,17 +112,12 @@ def with_lead_in(clip: Clip, *, model: mujoco.MjModel, config: LeadInConfig | No
         raise UserError(f"clip {clip.skill!r} is {clip.num_frames / clip.fps:.2f} s long; join_at must come before its end")
     keys = lead_in_keys(clip, frame, home_points(model), config)
     lead = compose(KeyframeClip(f"{clip.skill}_lead_in", keys, hold=0.0), model=model, progress=progress)
-    lead_poses, clip_poses = _poses(lead)[:-1], _poses(clip)[frame:]
+    lead_poses, clip_poses = lead.qpos[:-1], clip.qpos[frame:]
     # The lead-in's last key puts the pelvis, hands and soles where the clip has them, the IK places the rest:
     # blend its last poses into the clip's first so that knees, elbows and trunk join without a jump.
     count = int(round(config.blend_s * clip.fps))
     weight = minimum_jerk(np.arange(1, count + 1) / count)[:, None]
-    target = clip_poses[0]
-    tail = lead_poses[-count:]
-    blended = (1 - weight) * tail + weight * target
-    blended[:, 3:7] = _slerp(Rotation.from_quat(tail[:, 3:7], scalar_first=True),
-                             Rotation.from_quat(target[3:7], scalar_first=True), weight).as_quat(scalar_first=True)
-    lead_poses = np.concatenate([lead_poses[:-count], blended])
+    lead_poses = np.concatenate([lead_poses[:-count], blend_poses(lead_poses[-count:], clip_poses[0], weight)])
     poses = np.concatenate([lead_poses, clip_poses])
     waiting = None
     if clip.object_pose is not None:

@@ -43,10 +43,10 @@ from scipy.spatial.transform import Rotation
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
 from metaworld_x.motion.keyframes import KeyframeClip, KeyPose, compose, home_points, minimum_jerk
-from metaworld_x.motion.lead_in import _point, _poses
+from metaworld_x.motion.lead_in import _point
 from metaworld_x.motion.retarget import SourceInfo, solve_clip
 from metaworld_x.motion.scaling import SIDES
-from metaworld_x.motion.transition import _slerp, poses_from_rest_config, targets_from_poses
+from metaworld_x.motion.transition import blend_poses, poses_from_rest_config, targets_from_poses
 
 
 @dataclass(frozen=True)
@@ -155,16 +155,12 @@ def with_lead_out(clip: Clip, *, model: mujoco.MjModel, config: LeadOutConfig | 
         raise UserError(f"clip {clip.skill!r} loops: a lead-out ends a one-shot clip")
     keys = lead_out_keys(clip, home_points(model), config)
     lead = compose(KeyframeClip(f"{clip.skill}_lead_out", keys, hold=config.hold_s), model=model, progress=progress)
-    poses = _poses(lead)
+    poses = lead.qpos
     # The first key puts the pelvis, hands and soles where the clip has them and the IK places the rest: blend
     # out of the clip's last pose over the first poses so that knees, elbows and trunk join without a jump.
     count = int(round(config.blend_s * clip.fps))
     weight = minimum_jerk(np.arange(count + 1) / count)[:, None]
-    last, head = _poses(clip)[-1], poses[: count + 1]
-    blended = (1 - weight) * last + weight * head
-    blended[:, 3:7] = _slerp(Rotation.from_quat(np.repeat(last[None, 3:7], count + 1, axis=0), scalar_first=True),
-                             Rotation.from_quat(head[:, 3:7], scalar_first=True), weight).as_quat(scalar_first=True)
-    poses = np.concatenate([blended, poses[count + 1 :]])
+    poses = np.concatenate([blend_poses(clip.qpos[-1], poses[: count + 1], weight), poses[count + 1 :]])
     source = SourceInfo(kind="keyframed", file="", licence=clip.licence, attribution=clip.attribution)
     solved = solve_clip(targets_from_poses(model, poses), clip.skill, model=model,
                         config=poses_from_rest_config(clip.fps), source=source, info={}, progress=progress)

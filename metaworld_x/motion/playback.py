@@ -73,7 +73,6 @@ def write_video(path: Path, out: Path, width: int, height: int, human_offset: fl
     `metaworld_x.render.render_frame` updates and renders in one call; the
     human is drawn between the two, so the renderer is driven directly here.
     """
-
     import imageio.v2 as imageio
     from tqdm import tqdm
 

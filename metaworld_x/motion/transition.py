@@ -122,6 +122,16 @@ def _slerp(start: Rotation, end: Rotation, weight: np.ndarray) -> Rotation:
     return start * Rotation.from_rotvec((start.inv() * end).as_rotvec() * weight)
 
 
+def blend_poses(start: np.ndarray, end: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """[T, 26] poses (root position, quaternion w-first, joints) from `start` to `end` ([T, 26] or [26]) by
+    `weight` [T, 1]: positions and angles linearly, the root's orientation by slerp."""
+    start, end = np.broadcast_to(start, (len(weight), start.shape[-1])), np.broadcast_to(end, (len(weight), end.shape[-1]))
+    blended = (1 - weight) * start + weight * end
+    blended[:, 3:7] = _slerp(Rotation.from_quat(start[:, 3:7], scalar_first=True),
+                             Rotation.from_quat(end[:, 3:7], scalar_first=True), weight).as_quat(scalar_first=True)
+    return blended
+
+
 def _touchdown(left_contact: np.ndarray, skill: str) -> int:
     """The first frame where the left foot touches down (contact rises), wrapping around the cycle."""
     rises = np.flatnonzero(left_contact & ~np.roll(left_contact, 1))

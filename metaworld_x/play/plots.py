@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 
-from metaworld_x.atomic import atomic_path
+from metaworld_x.atomic import save_figure
 
 
 def _figure():
@@ -14,18 +14,6 @@ def _figure():
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def _save(fig, path: Path) -> Path:
-    """Write `fig` to `path` atomically, then close it (pyplot keeps every open figure)."""
-    import matplotlib.pyplot as plt
-
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=100)
-        return Path(path)
-    finally:
-        plt.close(fig)
 
 
 def plot_tracking_error(names: tuple[str, ...], errors: np.ndarray, dt: float, path: Path, title: str = "") -> Path:
@@ -60,7 +48,7 @@ def plot_tracking_error(names: tuple[str, ...], errors: np.ndarray, dt: float, p
     lines.legend(fontsize=8)
     fig.suptitle(title or "tracking error per body part (relative to the root)")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path, dpi=100)
 
 
 def plot_weights(names: tuple[str, ...], weights: np.ndarray, dt: float, path: Path, title: str = "") -> Path:
@@ -83,4 +71,4 @@ def plot_weights(names: tuple[str, ...], weights: np.ndarray, dt: float, path: P
     axis.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     axis.set_title(title or "expert weights over time")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path, dpi=100)

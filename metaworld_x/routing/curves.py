@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from metaworld_x.atomic import atomic_path
+from metaworld_x.atomic import save_figure
 
 
 def _pyplot():
@@ -15,11 +15,6 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def _save(fig, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=90)
 
 
 def plot_training(path: Path, wm_history: dict, full: dict, ablations: dict, expert_names) -> None:
@@ -51,8 +46,7 @@ def plot_training(path: Path, wm_history: dict, full: dict, ablations: dict, exp
     ax.set(title="real episodes (10 seeds)", xlabel="environment steps", ylabel="mean return")
     ax.legend()
     fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path, dpi=90)
 
 
 def plot_weights(path: Path, weights: np.ndarray, expert_names, dt: float, title: str) -> None:
@@ -69,5 +63,4 @@ def plot_weights(path: Path, weights: np.ndarray, expert_names, dt: float, title
     ax.set(title=title, xlabel="time (s)", ylabel="router weight", ylim=(-0.02, 1.02))
     ax.legend(loc="upper right")
     fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path, dpi=90)

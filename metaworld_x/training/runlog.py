@@ -8,7 +8,7 @@ resume so the curve has no duplicated steps.
 import json
 from pathlib import Path
 
-from metaworld_x.atomic import atomic_path, write_text
+from metaworld_x.atomic import save_figure, write_text
 
 HISTORY_FILE = "metrics.jsonl"
 
@@ -79,9 +79,4 @@ def plot_curve(history: list[dict], path: Path, title: str = "training") -> Path
             ax.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=110)
-    finally:
-        plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path, dpi=110)
