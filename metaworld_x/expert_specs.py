@@ -188,6 +188,9 @@ def expert_spec(skill: str, **ppo_overrides) -> ExpertSpec:
     if skill not in EXPERTS:
         raise UserError(f"unknown expert {skill!r}; experts: {', '.join(EXPERTS)}")
     spec = EXPERTS[skill]
+    if "eval_steps" in ppo_overrides:  # __post_init__ would quietly put the episode length back
+        raise UserError("an expert's periodic evaluation runs whole episodes (success is decided at an episode's "
+                        "end); change the spec's tracking episode_length instead of eval_steps")
     if ppo_overrides:
         spec = replace(spec, ppo=replace(spec.ppo, **ppo_overrides))
     return spec

@@ -81,3 +81,5 @@ def test_the_periodic_evaluation_runs_whole_episodes_so_that_success_can_be_reac
         length = expert_task(spec).config.episode_length
         assert spec.ppo.eval_steps == length, f"{skill}: evaluates {spec.ppo.eval_steps} of {length} steps"
     assert expert_spec("carry", num_envs=8).ppo.eval_steps == EXPERTS["carry"].ppo.eval_steps
+    with pytest.raises(UserError, match="episode_length instead of eval_steps"):
+        expert_spec("walk", eval_steps=100)

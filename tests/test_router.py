@@ -105,15 +105,15 @@ def test_peaked_prior_sets_the_starting_weights():
 
 
 def model_free_batches(rng, count, names=NAMES, prior=None, repeat=False):
-    for i in range(count):
-        if repeat and i:
-            yield batch
-            continue
-        choice = rng.integers(0, len(names), 256)
-        batch = {"obs": rng.normal(size=(256, OBS)), "text": np.ones((256, TEXT)), "choice": choice,
-                 "return": (choice == 1).astype(np.float32) + 0.1 * rng.normal(size=256)}
-        if prior is not None:
-            batch["prior"] = prior
+    """`count` batches of random expert choices whose return pays choice 1; with `repeat`, the first one again."""
+    batch = None
+    for _ in range(count):
+        if batch is None or not repeat:
+            choice = rng.integers(0, len(names), 256)
+            batch = {"obs": rng.normal(size=(256, OBS)), "text": np.ones((256, TEXT)), "choice": choice,
+                     "return": (choice == 1).astype(np.float32) + 0.1 * rng.normal(size=256)}
+            if prior is not None:
+                batch["prior"] = prior
         yield batch
 
 

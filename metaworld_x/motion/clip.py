@@ -120,6 +120,12 @@ class Clip:
         """[T, 25] MuJoCo qvel: root linear (world), root angular (local), joint speeds."""
         return np.concatenate([self.root_lin_vel, self.root_ang_vel, self.joint_vel], axis=-1)
 
+    def keypoint(self, name: str) -> np.ndarray:
+        """[T, 3] the path of keypoint `name` (a robot body or site in `keypoint_names`)."""
+        if name not in self.keypoint_names:
+            raise UserError(f"clip {self.skill!r} has no keypoint {name!r}; it has {list(self.keypoint_names)}")
+        return self.keypoint_pos[:, self.keypoint_names.index(name)]
+
     def prop(self, joint: str) -> np.ndarray:
         """[T, size] the recorded qpos of scene joint `joint`."""
         start = 0

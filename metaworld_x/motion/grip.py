@@ -115,7 +115,7 @@ def lift_frame(object_z: np.ndarray, threshold: float) -> int:
 
 def _hands(clip: Clip) -> np.ndarray:
     """[T, 2, 3] hand sites, in SIDES order."""
-    return np.stack([clip.keypoint_pos[:, clip.keypoint_names.index(f"{side}_hand")] for side in SIDES], axis=1)
+    return np.stack([clip.keypoint(f"{side}_hand") for side in SIDES], axis=1)
 
 
 def _across(hands: np.ndarray) -> np.ndarray:

@@ -67,9 +67,7 @@ class LeadInConfig:
 
 
 def _point(clip: Clip, name: str, frame: int) -> tuple[float, float, float]:
-    if name not in clip.keypoint_names:
-        raise UserError(f"clip {clip.skill!r} has no keypoint {name!r}, which a lead-in keys on")
-    return tuple(float(v) for v in clip.keypoint_pos[frame, clip.keypoint_names.index(name)])
+    return tuple(float(v) for v in clip.keypoint(name)[frame])
 
 
 def lead_in_keys(clip: Clip, frame: int, home: dict[str, np.ndarray], config: LeadInConfig) -> tuple[KeyPose, ...]:

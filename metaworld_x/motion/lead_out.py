@@ -43,7 +43,6 @@ from scipy.spatial.transform import Rotation
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
 from metaworld_x.motion.keyframes import KeyframeClip, KeyPose, compose, home_points, minimum_jerk
-from metaworld_x.motion.lead_in import _point
 from metaworld_x.motion.retarget import SourceInfo, solve_clip
 from metaworld_x.motion.scaling import SIDES
 from metaworld_x.motion.transition import blend_poses, poses_from_rest_config, targets_from_poses
@@ -90,8 +89,8 @@ def lead_out_keys(clip: Clip, home: dict[str, np.ndarray], config: LeadOutConfig
     frame = clip.num_frames - 1
     rpy = Rotation.from_quat(clip.root_quat[frame], scalar_first=True).as_euler("ZYX")[::-1]
     heading = Rotation.from_euler("z", rpy[2])
-    hands = {s: np.asarray(_point(clip, f"{s}_hand", frame)) for s in SIDES}
-    feet = {s: np.asarray(_point(clip, f"{s}_foot", frame)) for s in SIDES}
+    hands = {s: clip.keypoint(f"{s}_hand")[frame].astype(float) for s in SIDES}
+    feet = {s: clip.keypoint(f"{s}_foot")[frame].astype(float) for s in SIDES}
     planted = {s: foot * [1.0, 1.0, 0.0] for s, foot in feet.items()}
     home_middle = (home["left_foot"] + home["right_foot"]) / 2
 

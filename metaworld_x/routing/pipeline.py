@@ -449,7 +449,7 @@ def run_pipeline(config: RouterTrainConfig, experts_dir: Path, run_dir: Path, ou
         save_world_model(run_dir / WM_DIR, model, wm_params, meta={"k_step": report["k_step"]})
         stages["world_model"] = {**report, "history": history}
         write_json(run_dir / "stages.json", stages)
-    print(f"world model: k-step latent error (relative) "
+    print("world model: k-step latent error (relative) "
           + ", ".join(f"k={k}: {v['latent_mse_relative']:.3f}" for k, v in stages["world_model"]["k_step"].items()), flush=True)
 
     full = train_with_world_model(ctx, run_dir, "full", config.router)
