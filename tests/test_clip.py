@@ -51,6 +51,14 @@ def test_round_trip_keeps_every_array_and_the_metadata(model, tmp_path):
     assert loaded.keypoint_names == KEYPOINT_NAMES and loaded.num_frames == 10
 
 
+def test_a_keypoint_is_looked_up_by_name_and_an_unknown_one_is_refused_listing_the_known(model):
+    clip = _clip(model)
+    name = KEYPOINT_NAMES[3]
+    np.testing.assert_array_equal(clip.keypoint(name), clip.keypoint_pos[:, 3])
+    with pytest.raises(UserError, match=f"no keypoint 'left_paw'; it has .*{KEYPOINT_NAMES[0]}"):
+        clip.keypoint("left_paw")
+
+
 def test_clip_without_object_round_trips(model, tmp_path):
     loaded = load_clip(save_clip(_clip(model, with_object=False), tmp_path / "a.npz"), model)
     assert loaded.object_pose is None
