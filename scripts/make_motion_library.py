@@ -84,12 +84,15 @@ TRANSITIONS = (("run_start", "run", "walk", "run"),)
 # (clip name, skill, cycle): the cycle started from standing in the home pose, where a router starts every
 # expert. crawl_start goes down onto hands and knees over 2 s: the crawl cycle alone never stands.
 # run_rest starts the sprint from standing: run_start begins mid-stride at 1 m/s, 0.31 m from the home pose,
-# and reaches 5 m/s 0.75 s into its speed-up. Over 4 s the cadence rises from zero, and the speed goes from
-# 0.5 to 4 m/s in 1.75 s (about 2 m/s²); played perfectly it scores 756 per 1000 steps from its start.
+# and reaches 5 m/s 0.75 s into its speed-up. The speed itself rises over 6 s at the run's cadence, by at most
+# 1.4 m/s² (speed_blend): the run expert, paid for speed, reached 4.4 m/s from home in about 4.5 s. Blending
+# cadence and stride, as before session 24, the clip stood for 1.2 s of a 4 s ramp and then asked for 2.6 m/s².
+# 25 s long, so that an episode started anywhere in the run expert's start window (its first 4 s) runs its 1000
+# steps on the clip: at 21 s, starts after 1 s ran off the end into a held mid-stride frame and were ended there.
 # The last entry is the TransitionConfig timing.
 FROM_REST = (
     ("crawl_start", "crawl", "crawl", {"before_s": 0.5, "ramp_s": 2.0}),
-    ("run_rest", "run", "run", {"before_s": 0.2, "ramp_s": 4.0}),
+    ("run_rest", "run", "run", {"before_s": 0.0, "ramp_s": 6.0, "speed_blend": True, "total_s": 25.0}),
 )
 
 

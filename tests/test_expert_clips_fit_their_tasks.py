@@ -170,3 +170,41 @@ def test_the_reach_targets_lie_around_the_clips_held_hand():
     assert still_counted, "the touch no longer counts once the clip has lowered its arm (the expert is judged at its end)"
     assert not replay("reach_one_hand", steps, target=jnp.asarray(high))[1], "the clip alone solves every target"
     assert np.all(high - low <= 0.3), f"targets spread over {high - low} m, too far for a policy held to its clip"
+
+
+# Faster than this (m/s) at its last frame, a clip that is held there asks the robot to stop dead mid-stride.
+MOVING_END_SPEED = 0.3
+# Experts shipped although their episodes can outlast a clip that ends moving, with why.
+KNOWN_MOVING_ENDS: dict[str, str] = {
+    "stand": "the CMU clip ends as the right foot lifts for the first step of a walk (assets/motions/README.md); the "
+             "expert holds that frame standing (10/10 from the clip and from home over 500 steps)",
+    "carry": "the take ends setting the box down, bent 46° over the table with a foot in the air; late starts hold that "
+             "frame for up to 8 s, 58 % of evaluated steps (session 23). A lead-out that ends it standing "
+             "(motion/lead_out.py) cost home-start success and is not shipped (experts/README.md)",
+}
+
+
+@pytest.mark.skipif(not (MOTIONS_DIR / "run_rest.npz").is_file(), reason="the shipped clip library is missing")
+@pytest.mark.parametrize("skill", list(EXPERTS))
+def test_an_episode_started_in_the_start_window_ends_before_a_moving_clip_does(skill):
+    # run_rest was 21 s long while its expert started episodes anywhere in its first 4 s and ran them for 20 s:
+    # every start after 1 s reached the end, where the reference froze mid-sprint, and was ended there (session 24).
+    task = expert_task(EXPERTS[skill])
+    config, ref = task.config, task.reference
+    overruns = []
+    for clip in range(ref.num_clips):
+        if bool(ref.loop[clip]):
+            continue
+        duration = float(ref.duration(clip))
+        end_speed = float(np.linalg.norm(ref.root_lin_vel[clip, ref.num_frames[clip] - 1, :2]))
+        if end_speed < MOVING_END_SPEED:
+            continue  # a one-shot clip that ends at rest is held there on purpose
+        latest_start = duration if config.start_window is None else min(config.start_window, duration)
+        needed = latest_start + config.episode_length * task.control_dt
+        if duration < needed - 1e-6:
+            overruns.append(f"clip {config.clips[clip]} ends at {duration:.1f} s moving at {end_speed:.1f} m/s, but an "
+                            f"episode started at {latest_start:.1f} s runs to {needed:.1f} s")
+    if skill in KNOWN_MOVING_ENDS:  # listed only while it really overruns, so the list cannot go stale
+        assert overruns, f"{skill}'s episodes now end on its clip: remove it from KNOWN_MOVING_ENDS"
+        pytest.xfail(f"{KNOWN_MOVING_ENDS[skill]} ({'; '.join(overruns)})")
+    assert not overruns, f"{skill}: {'; '.join(overruns)}"

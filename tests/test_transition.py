@@ -8,7 +8,7 @@ import pytest
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import read_clip
 from metaworld_x.motion.quality import GOALS
-from metaworld_x.motion.transition import GaitCycle, TransitionConfig, from_rest, gait_transition
+from metaworld_x.motion.transition import GaitCycle, TransitionConfig, blend_weight, from_rest, gait_transition, transition_qpos
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.robot import JOINT_NAMES, robot_spec
 from metaworld_x.robot.constants import HOME_JOINT_POSE, HOME_ROOT_HEIGHT
@@ -110,3 +110,49 @@ def test_the_shipped_crawl_start_is_the_crawl_cycle_from_rest():
     assert shipped.info["transition"] == ["home", "crawl"] and shipped.skill == "crawl"
     assert shipped.num_frames == int(TransitionConfig().total_s * FPS) + 1
     assert shipped.root_pos[0, 2] == pytest.approx(HOME_ROOT_HEIGHT, abs=0.03)
+
+
+def _forward_speed(qpos: np.ndarray, window: int) -> np.ndarray:
+    """Root speed along +x (m/s), averaged over `window` frames: a gait's own sway cancels over a cycle."""
+    return (qpos[window:, 0] - qpos[:-window, 0]) / (window / FPS)
+
+
+def test_from_rest_a_speed_blend_ramps_the_speed_itself_and_a_cadence_blend_its_square(cycles):
+    _, run = cycles
+    cycle, still = GaitCycle.of(run), GaitCycle.still(np.concatenate([[0, 0, HOME_ROOT_HEIGHT, 1, 0, 0, 0],
+                                                                       [HOME_JOINT_POSE.get(n, 0.0) for n in JOINT_NAMES]]))
+    window = int(round(cycle.period * FPS))
+    for speed_blend, power in ((True, 1), (False, 2)):
+        config = TransitionConfig(before_s=0.0, ramp_s=6.0, total_s=9.0, speed_blend=speed_blend)
+        qpos = transition_qpos(still, cycle, config, FPS)
+        times = np.arange(len(qpos)) / FPS
+        expected = blend_weight(times, config) ** power * cycle.speed
+        measured = _forward_speed(qpos, window)
+        centres = times[:-window] + window / FPS / 2  # a window's mean speed is the profile near its centre
+        np.testing.assert_allclose(measured, np.interp(centres, times, expected), atol=0.15)
+    # The speed blend keeps the run's cadence from the first frame (speed / stride, both 0 there), so the joints
+    # swing at the run's period from the start, with the weight's amplitude.
+    qpos = transition_qpos(still, cycle, TransitionConfig(before_s=0.0, ramp_s=6.0, total_s=9.0, speed_blend=True), FPS)
+    assert np.isfinite(qpos).all()
+    for seconds in (0.5, 3.0, 7.5):
+        frame = int(seconds * FPS)
+        weight = blend_weight(np.array([seconds]), TransitionConfig(before_s=0.0, ramp_s=6.0))[0]
+        swing = cycle.at(np.array([seconds / cycle.period]))[0][0]
+        np.testing.assert_allclose(qpos[frame, 7:], (1 - weight) * still.joint_pos[0] + weight * swing, atol=1e-5)
+
+
+def test_the_shipped_run_rest_starts_at_home_and_speeds_up_no_faster_than_the_run_expert_can():
+    shipped = read_clip(MOTIONS_DIR / "run_rest.npz")
+    assert shipped.info["transition"] == ["home", "run"] and shipped.info["speed_blend"] is True
+    home = np.array([HOME_JOINT_POSE.get(name, 0.0) for name in JOINT_NAMES])
+    assert np.abs(shipped.joint_pos[0] - home).max() < 0.05
+    run = GaitCycle.of(read_clip(MOTIONS_DIR / "run.npz"))
+    window = int(round(run.period * FPS))
+    speed = _forward_speed(shipped.root_pos, window)
+    acceleration = np.diff(speed[::window]) / (window / FPS)  # cycle to cycle: the stride's own surge cancels
+    # The session-13 run expert, paid for speed, went from rest to 4.4 m/s in about 4.5 s from home.
+    assert acceleration.max() < 1.5
+    ramp_end = int((shipped.info["before_s"] + shipped.info["ramp_s"]) * FPS)
+    assert speed[ramp_end:].mean() == pytest.approx(run.speed, rel=0.05)
+    for figure, goal in GOALS.items():
+        assert shipped.quality[figure] <= goal, figure

@@ -51,6 +51,11 @@ class TransitionConfig:
     total_s: float = 21.0
     """The whole clip; the rest is running. Longer than a router's 1000-step (20 s) episode, so the
     reference never holds a last frame while the robot runs."""
+    speed_blend: bool = False
+    """Blend the speed by the ramp's weight, the cadence following as speed / stride (from rest: the second
+    cycle's cadence throughout, the strides growing). Off, cadence and stride each blend by it, so from rest
+    the speed follows the weight's square: run_rest stood still for 1.2 s of its 4 s ramp, then asked for
+    2.6 m/s², twice what the run expert reached from home, and every start on the clip fell behind it."""
 
     def __post_init__(self) -> None:
         if self.before_s < 0 or self.ramp_s <= 0 or self.total_s < self.before_s + self.ramp_s:
@@ -106,6 +111,11 @@ class GaitCycle:
         return cls(period=np.inf, stride=0.0, joint_pos=qpos[None, 7:].copy(), offset=np.array([[0.0, 0.0, qpos[2]]]),
                    rotation=Rotation.from_quat(qpos[None, 3:7], scalar_first=True))
 
+    @property
+    def speed(self) -> float:
+        """Metres per second along the heading (0 for a pose held still)."""
+        return self.stride / self.period
+
     def at(self, phase: np.ndarray) -> tuple[np.ndarray, np.ndarray, Rotation]:
         """(joint_pos [T, 19], offset [T, 3], rotation [T]) at phases in [0, 1), interpolated around the cycle."""
         count = len(self.joint_pos)
@@ -150,11 +160,16 @@ def transition_qpos(first: GaitCycle, second: GaitCycle, config: TransitionConfi
     """[T, 26] the blended walk-speed-up-run poses, starting at the origin facing +x, at phase `start_phase`."""
     times = np.arange(int(round(config.total_s * fps)) + 1) / fps
     weight = blend_weight(times, config)
-    rate = (1 - weight) / first.period + weight / second.period  # cycles per second
     stride = (1 - weight) * first.stride + weight * second.stride
+    if config.speed_blend:
+        speed = (1 - weight) * first.speed + weight * second.speed
+        # from rest, speed and stride are both 0 at the ramp's start, where their ratio's limit is the cadence
+        rate = np.divide(speed, stride, out=np.full_like(speed, 1 / second.period), where=stride > 0)
+    else:
+        rate = (1 - weight) / first.period + weight / second.period  # cycles per second
+        speed = rate * stride
     # Trapezoid integration: the phase and the distance at each frame.
     phase = start_phase + np.concatenate([[0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) / fps)])
-    speed = rate * stride
     forward = np.concatenate([[0.0], np.cumsum(0.5 * (speed[1:] + speed[:-1]) / fps)])
     joints_a, offset_a, rotation_a = first.at(phase)
     joints_b, offset_b, rotation_b = second.at(phase)
@@ -228,6 +243,7 @@ def _solve(first: GaitCycle, second: GaitCycle, names: list[str], skill: str, mo
     """The blended poses as IK targets, through the same stages as retargeted mocap."""
     config = config or TransitionConfig()
     qpos = transition_qpos(first, second, config, retarget.fps)
-    info = {"transition": names, "before_s": config.before_s, "ramp_s": config.ramp_s, "loop": False, "scale": 1.0}
+    info = {"transition": names, "before_s": config.before_s, "ramp_s": config.ramp_s,
+            "speed_blend": config.speed_blend, "loop": False, "scale": 1.0}
     return solve_clip(targets_from_poses(model, qpos), skill, model=model, config=retarget, source=source,
                       info=info, progress=progress)
