@@ -7,6 +7,7 @@ import pytest
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import read_clip
+from metaworld_x.motion.ik import home_qpos
 from metaworld_x.motion.quality import GOALS
 from metaworld_x.motion.transition import GaitCycle, TransitionConfig, blend_weight, from_rest, gait_transition, transition_qpos
 from metaworld_x.paths import MOTIONS_DIR
@@ -119,8 +120,7 @@ def _forward_speed(qpos: np.ndarray, window: int) -> np.ndarray:
 
 def test_from_rest_a_speed_blend_ramps_the_speed_itself_and_a_cadence_blend_its_square(cycles):
     _, run = cycles
-    cycle, still = GaitCycle.of(run), GaitCycle.still(np.concatenate([[0, 0, HOME_ROOT_HEIGHT, 1, 0, 0, 0],
-                                                                       [HOME_JOINT_POSE.get(n, 0.0) for n in JOINT_NAMES]]))
+    cycle, still = GaitCycle.of(run), GaitCycle.still(home_qpos(robot_spec("h1").compile(), HOME_ROOT_HEIGHT))
     window = int(round(cycle.period * FPS))
     for speed_blend, power in ((True, 1), (False, 2)):
         config = TransitionConfig(before_s=0.0, ramp_s=6.0, total_s=9.0, speed_blend=speed_blend)
