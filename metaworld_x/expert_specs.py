@@ -116,7 +116,8 @@ EXPERTS: dict[str, ExpertSpec] = {
         # a home start lasts its 1000 steps while a failing clip start ends in 50, so at half and half the clip
         # starts were 5 % of the data, and in the fine-tunes of sessions 13-15 they never stopped failing. The
         # chain that made the shipped expert (the sprint cycle, then run_rest at half home starts, then the
-        # session-24 clip) is in experts/README.md; 15M steps is one stage's budget.
+        # session-24 clip, then the session-25 clip at 5.1 m/s) is in experts/README.md; 15M steps is one stage's
+        # budget.
         ExpertSpec("run", "run forward fast", ("run_rest",), "run",
                    tracking={"home_start_fraction": 0.15, "start_window": 4.0, "home_start_time": 0.0, "episode_length": 1000},
                    return_goal=700.0, ppo=_ppo(15_000_000, budget=0.06, critic_warmup_iterations=30)),

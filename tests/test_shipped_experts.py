@@ -18,11 +18,6 @@ pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason
 
 # Experts shipped although they miss a goal, with why; listed in experts/README.md too.
 BELOW_GOAL: dict[str, str] = {
-    "run": "9/10 from starts in its clip's first 4 s (4.5 cm, 744 per 1000 steps, 0 falls) and 10/10 from home at 765, "
-           "but 22/30 from the clip over seeds 0-2. At seeds 0 and 1 every miss starts in the clip's first 0.11 s: "
-           "from t = 0 it follows the 6 s speed-up to the end and scores 679 per 1000 steps against the bar of 700 "
-           "(the clip played perfectly: 746); from 0.11 s it passes the deviation limit about 1.9 s in. Fine-tuned "
-           "20.0M steps from the session-13 expert on the rebuilt run_rest (session 24)",
     "crawl": "gets down from the home pose and crawls, where a router starts it (0 falls from home; its 300-step "
              "episodes there score 684 per 1000 steps, under the 700 bar, because the 2.4 s get-down earns little crawl "
              "reward; 19/20 at 725-731 in 1000-step episodes over seeds 0 and 1), but 9/10 and 6.6 cm from starts in "
