@@ -20,6 +20,7 @@ import numpy as np
 
 from metaworld_x.atomic import atomic_path
 from metaworld_x.envs.expert import expert_task, make_env
+from metaworld_x.envs.tasks.tracking import clip_fingerprints
 from metaworld_x.errors import UserError
 from metaworld_x.expert_specs import ExpertSpec, expert_spec
 from metaworld_x.paths import EXPERTS_DIR
@@ -167,6 +168,7 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
         metrics["from_home"] = None
         metrics["from_start"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0,
                                           phase_zero_fraction=1.0)
+    metrics["clips"] = clip_fingerprints(task.config)  # the figures hold for these versions of the clips only
     return metrics
 
 

@@ -20,6 +20,7 @@ Arrays (T frames at `fps`, float32 unless noted):
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +135,21 @@ class Clip:
                 return self.prop_qpos[:, start : start + size]
             start += size
         raise UserError(f"clip {self.skill!r} records no scene joint {joint!r}; it records {[n for n, _ in self.prop_joints]}")
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 (16 hex digits) of the motion: the frame rate and every array, rounded to 1e-5 (10 µm, 10 µrad).
+        Not the file's bytes, which change with each write (the zip's timestamps) while the motion stays the same;
+        not the metadata (quality figures, how it was made); and not float noise: rebuilt, crawl_get_down's
+        velocities differ by 1e-14 where they are zero."""
+        digest = hashlib.sha256(np.float64(self.fps).tobytes())
+        for name in (*_FLOAT_ARRAYS, "contacts", "object_pose", "prop_qpos"):
+            value = getattr(self, name)
+            if value is not None:
+                # as stored (float32), so a clip hashes alike before and after a save; + 0.0 turns -0.0 into 0.0
+                array = np.round(np.asarray(value, np.float32).astype(np.float64), 5) + 0.0
+                digest.update(name.encode() + str(array.shape).encode() + array.astype("<f8").tobytes())
+        return digest.hexdigest()[:16]
 
     def metadata(self) -> dict[str, Any]:
         return {

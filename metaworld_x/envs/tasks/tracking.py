@@ -229,6 +229,17 @@ def clip_path(name: str) -> Path:
     return MOTIONS_DIR / f"{name}.npz"
 
 
+def clip_fingerprints(config: TrackingConfig) -> dict[str, str]:
+    """{clip: `Clip.fingerprint`} of every clip a task with `config` reads (its clips and its handover clip). A
+    trained expert's figures hold for these versions only: the clip's duration alone is in every observation (the
+    phase), and lengthening crawl_get_down from 21 s to 25 s, its first 21 s unchanged, moved the shipped crawl
+    expert's success from home from 0/10 to 3/10."""
+    from metaworld_x.motion.clip import read_clip
+
+    names = [*config.clips, *([config.handover_clip] if config.handover_clip else [])]
+    return {name: read_clip(clip_path(name)).fingerprint for name in names}
+
+
 def _robot_in(home: PhysicsInit, frame: ReferenceFrame) -> PhysicsInit:
     """`home` with the robot's root and joints (positions and velocities) set to the reference `frame`'s."""
     n = len(JOINT_NAMES)
