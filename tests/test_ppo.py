@@ -222,6 +222,24 @@ def test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics(tmp_p
                    tensorboard=False)(jax.random.PRNGKey(0))
 
 
+def test_frozen_statistics_stay_where_a_fine_tune_from_a_shipped_policy_starts_them(tmp_path):
+    from metaworld_x.policy import from_training, save_policy
+
+    env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
+    source = make_train(SMALL, env, progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    shipped = from_training(source.state.params.policy, source.state.normalizer)
+    save_policy(shipped, tmp_path / "expert", {"skill": "point_mass"})
+
+    def tune(**settings):
+        config = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration * 3, **settings)
+        return make_train(config, env, init_from=tmp_path / "expert", progress=False, tensorboard=False)(jax.random.PRNGKey(5))
+
+    frozen, moving = tune(freeze_statistics=True).state.normalizer, tune().state.normalizer
+    np.testing.assert_array_equal(np.asarray(frozen.mean["state"]), np.asarray(shipped.obs_mean))
+    np.testing.assert_array_equal(np.asarray(frozen.std["state"]), np.asarray(shipped.obs_std))
+    assert not np.array_equal(np.asarray(moving.mean["state"]), np.asarray(shipped.obs_mean))
+
+
 def test_a_critic_warmup_holds_the_policy_while_the_fresh_critics_learn(tmp_path):
     from metaworld_x.policy import from_training, save_policy
 
@@ -297,6 +315,15 @@ def test_corrupted_or_wrong_version_checkpoint_is_refused(tmp_path):
     shutil.rmtree(path)
     with pytest.raises(UserError, match="different config.*policy_hidden"):
         make_train(other, env, run_dir=tmp_path, resume=True, progress=False, tensorboard=False)(jax.random.PRNGKey(0))
+
+
+def test_a_checkpoint_from_before_a_setting_existed_resumes_only_at_its_default():
+    from metaworld_x.training.train import _check_same_config, _config_record
+
+    older = {"config": {k: v for k, v in _config_record(SMALL).items() if k != "freeze_statistics"}}
+    _check_same_config(older, SMALL, Path("old"))  # it ran at the default, as SMALL does
+    with pytest.raises(UserError, match="different config.*freeze_statistics"):
+        _check_same_config(older, dataclasses.replace(SMALL, freeze_statistics=True), Path("old"))
 
 
 def test_nan_guard_rolls_back_and_names_the_term(tmp_path):

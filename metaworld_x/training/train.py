@@ -6,7 +6,7 @@ rollback, evaluation, checkpoints that resume exactly, and the run's log.
 """
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -229,7 +229,10 @@ def _check_same_config(meta: dict, config: PPOConfig, path: Path) -> None:
     saved = meta.get("config", {})
     current = _config_record(config)
     ignored = {"total_env_steps", "eval_every", "checkpoint_every", "num_eval_envs", "eval_steps"}
-    differ = sorted(k for k in current if k not in ignored and _jsonable(saved.get(k)) != _jsonable(current[k]))
+    # a setting added since the checkpoint was written ran at its default there
+    defaults = {f.name: f.default for f in fields(PPOConfig) if f.default is not MISSING}
+    differ = sorted(k for k in current if k not in ignored
+                    and _jsonable(saved.get(k, defaults.get(k))) != _jsonable(current[k]))
     if differ:
         raise UserError(
             f"checkpoint {path} was written with a different config ({', '.join(differ)});"

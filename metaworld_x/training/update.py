@@ -99,7 +99,7 @@ def make_update(config: PPOConfig, nets: PPONetworks) -> Callable:
         # The statistics move after the epochs, so the batch is scored with the
         # normalisation the behaviour policy used and PPO's ratio means what it says.
         normalizer = state.normalizer
-        if config.normalize_observations:
+        if config.normalize_observations and not config.freeze_statistics:
             normalizer = running_statistics.update(normalizer, rollout.obs)
         metrics = jax.tree_util.tree_map(jnp.mean, metrics)
         multiplier = update_multiplier(config.constraint, state.multiplier, measured_error)
