@@ -143,12 +143,10 @@ class Clip:
         not the metadata (quality figures, how it was made); and not float noise: rebuilt, crawl_get_down's
         velocities differ by 1e-14 where they are zero."""
         digest = hashlib.sha256(np.float64(self.fps).tobytes())
-        for name in (*_FLOAT_ARRAYS, "contacts", "object_pose", "prop_qpos"):
-            value = getattr(self, name)
-            if value is not None:
-                # as stored (float32), so a clip hashes alike before and after a save; + 0.0 turns -0.0 into 0.0
-                array = np.round(np.asarray(value, np.float32).astype(np.float64), 5) + 0.0
-                digest.update(name.encode() + str(array.shape).encode() + array.astype("<f8").tobytes())
+        # the arrays as a save stores them, so a clip hashes alike before and after one; + 0.0 turns -0.0 into 0.0
+        for name, stored in _stored_arrays(self).items():
+            array = np.round(stored.astype(np.float64), 5) + 0.0
+            digest.update(name.encode() + str(array.shape).encode() + array.astype("<f8").tobytes())
         return digest.hexdigest()[:16]
 
     def metadata(self) -> dict[str, Any]:
@@ -162,16 +160,22 @@ class Clip:
         }
 
 
-def save_clip(clip: Clip, path: str | Path) -> Path:
-    """Write `clip` to `path` (.npz) atomically: a failed write leaves no file and keeps any old one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _stored_arrays(clip: Clip) -> dict[str, np.ndarray]:
+    """The clip's arrays as a file holds them: float32, contacts as bools, the optional ones when present."""
     arrays = {name: np.asarray(getattr(clip, name), dtype=np.float32) for name in _FLOAT_ARRAYS}
     arrays["contacts"] = np.asarray(clip.contacts, dtype=bool)
     if clip.object_pose is not None:
         arrays["object_pose"] = np.asarray(clip.object_pose, dtype=np.float32)
     if clip.prop_qpos is not None:
         arrays["prop_qpos"] = np.asarray(clip.prop_qpos, dtype=np.float32)
+    return arrays
+
+
+def save_clip(clip: Clip, path: str | Path) -> Path:
+    """Write `clip` to `path` (.npz) atomically: a failed write leaves no file and keeps any old one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = _stored_arrays(clip)
     arrays["metadata"] = np.array(json.dumps(clip.metadata(), sort_keys=True))
     with atomic_path(path) as tmp, open(tmp, "wb") as stream:
         np.savez_compressed(stream, **arrays)
