@@ -36,6 +36,7 @@ class TrainerEnv:
         self.num_envs = env.num_worlds
         self.action_size = env.action_size
         self.action_scale = env.task.config.action_scale  # what one action unit means, for warm starts
+        self.episode_length = env.task.config.episode_length  # control steps; a warm start's statistics span one
         probe = env.reset(jax.random.PRNGKey(0))
         self.observation_sizes = {k: tuple(v.shape[1:]) for k, v in probe.obs.items()}
 

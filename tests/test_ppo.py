@@ -240,6 +240,45 @@ def test_frozen_statistics_stay_where_a_fine_tune_from_a_shipped_policy_starts_t
     assert not np.array_equal(np.asarray(moving.mean["state"]), np.asarray(shipped.obs_mean))
 
 
+def test_a_fine_tune_from_a_shipped_policy_takes_the_critics_statistics_over_a_whole_episode(tmp_path):
+    """The critics' statistics are counted as seen as often as the shipped policy's, so they barely move after the
+    warm-up: it must show them an episode, not its first unroll. Here the critic sees the episode's progress,
+    uniform over [0, 1) in a whole episode (spread 0.29) but under 0.05 in its first 8 of 50 steps."""
+    from point_mass import HORIZON
+
+    from metaworld_x.policy import from_training, save_policy
+
+    class WithProgress(PointMassEnv):
+        observation_sizes = {"state": (6,), "privileged_state": (7,)}
+
+        def reset(self, key):
+            return self._with_progress(super().reset(key))
+
+        def step(self, state, action):
+            return self._with_progress(super().step(state, action))
+
+        @staticmethod
+        def _with_progress(state):
+            progress = (state.info["steps"] / HORIZON)[:, None]
+            return state.replace(obs={**state.obs, "privileged_state": jnp.concatenate(
+                [state.obs["privileged_state"], progress], axis=-1)})
+
+    class SaysItsEpisodeLength(WithProgress):
+        episode_length = HORIZON
+
+    source = make_train(SMALL, lambda n: PointMassEnv(n, "cpu"), progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    save_policy(from_training(source.state.params.policy, source.state.normalizer), tmp_path / "expert", {"skill": "point_mass"})
+    frozen = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration, learning_rate=0.0, freeze_statistics=True)
+
+    def progress_spread(env_class) -> float:
+        result = make_train(frozen, lambda n: env_class(n, "cpu"), init_from=tmp_path / "expert", progress=False,
+                            tensorboard=False)(jax.random.PRNGKey(5))
+        return float(result.state.normalizer.std["privileged_state"][-1])
+
+    assert progress_spread(SaysItsEpisodeLength) == pytest.approx(0.29, abs=0.03)
+    assert progress_spread(WithProgress) < 0.1  # an environment that does not say: its first unroll only
+
+
 def test_a_critic_warmup_holds_the_policy_while_the_fresh_critics_learn(tmp_path):
     from metaworld_x.policy import from_training, save_policy
 
