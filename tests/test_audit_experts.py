@@ -1,0 +1,23 @@
+"""scripts/audit_experts.py: the many-episode table of the shipped experts."""
+
+import subprocess
+import sys
+
+import pytest
+
+from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR, PROJECT_DIR
+
+pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file() or not (EXPERTS_DIR / "walk").is_dir(),
+                                reason="the shipped clip library or walk expert is missing")
+
+
+def test_the_audit_prints_one_row_per_expert_with_each_start_kind_counted_over_its_episodes():
+    out = subprocess.run([sys.executable, str(PROJECT_DIR / "scripts" / "audit_experts.py"), "--episodes", "3",
+                          "--skills", "walk", "push"], capture_output=True, text=True, timeout=600, check=True).stdout
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in out.splitlines()
+            if line.startswith("| walk") or line.startswith("| push")}
+    assert set(rows) == {"walk", "push"}
+    clip, home, first_frame, handover = rows["walk"][:4]
+    assert clip.startswith(("0/3", "1/3", "2/3", "3/3")) and "/3 (" in home  # walk starts from home, and on its clip
+    assert first_frame == "—" and handover == "—"
+    assert rows["push"][1] == "—" and "/3 (" in rows["push"][2]  # push's props come from its clip: no home starts
