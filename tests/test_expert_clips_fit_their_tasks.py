@@ -176,8 +176,6 @@ def test_the_reach_targets_lie_around_the_clips_held_hand():
 MOVING_END_SPEED = 0.3
 # Experts shipped although their episodes can outlast a clip that ends moving, with why.
 KNOWN_MOVING_ENDS: dict[str, str] = {
-    "stand": "the CMU clip ends as the right foot lifts for the first step of a walk (assets/motions/README.md); the "
-             "expert holds that frame standing (10/10 from the clip and from home over 500 steps)",
     "carry": "the take ends setting the box down, bent 46° over the table with a foot in the air; late starts hold that "
              "frame for up to 8 s, 58 % of evaluated steps (session 23). A lead-out that ends it standing "
              "(motion/lead_out.py) cost home-start success and is not shipped (experts/README.md)",
