@@ -279,6 +279,35 @@ def test_a_fine_tune_from_a_shipped_policy_takes_the_critics_statistics_over_a_w
     assert progress_spread(WithProgress) < 0.1  # an environment that does not say: its first unroll only
 
 
+def test_during_the_warm_up_a_shipped_policy_acts_on_its_own_statistics(tmp_path):
+    """The warm-up's unrolls are what the critics' statistics come from, so the shipped policy must act in them as
+    it was shipped, not on the empty statistics a run starts with. Here its statistics put every input 100 standard
+    deviations below its mean, so on them it asks for saturated actions and on empty ones it does not."""
+    from metaworld_x.policy import act, from_training, save_policy
+
+    source = make_train(SMALL, lambda n: PointMassEnv(n, "cpu"), progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    shipped = from_training(source.state.params.policy, source.state.normalizer)
+    shipped = shipped.replace(obs_mean=jnp.full_like(shipped.obs_mean, 100.0), obs_std=jnp.ones_like(shipped.obs_std))
+    save_policy(shipped, tmp_path / "expert", {"skill": "point_mass"})
+    first_steps = []
+
+    class Recording(PointMassEnv):
+        def step(self, state, action):
+            if not first_steps:
+                first_steps.append((np.asarray(state.obs["state"]), np.asarray(action)))
+            return super().step(state, action)
+
+    frozen = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration, learning_rate=0.0)
+    make_train(frozen, lambda n: Recording(n, "cpu"), init_from=tmp_path / "expert", progress=False,
+               tensorboard=False)(jax.random.PRNGKey(5))
+    obs, taken = first_steps[0]
+    as_shipped = np.asarray(act(shipped, jnp.asarray(obs)))
+    unnormalised = np.asarray(act(shipped.replace(obs_mean=jnp.zeros_like(shipped.obs_mean)), jnp.asarray(obs)))
+    assert np.mean(np.abs(as_shipped - unnormalised)) > 0.5  # the two statistics ask for different actions
+    # sampled actions: most lie near the shipped mean action, a few are thrown far by the exploration noise
+    assert np.median(np.abs(taken - as_shipped)) < 0.1 < np.median(np.abs(taken - unnormalised))
+
+
 def test_a_critic_warmup_holds_the_policy_while_the_fresh_critics_learn(tmp_path):
     from metaworld_x.policy import from_training, save_policy
 

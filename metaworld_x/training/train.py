@@ -101,15 +101,16 @@ def make_train(
             iteration=jnp.zeros((), jnp.int32),
         )
 
-    def warm_up_statistics(state, env_state, tracker, key, unrolls: int = 1):
+    def warm_up_statistics(state, env_state, tracker, key, unrolls: int = 1, acting=lambda normalizer: normalizer):
         """Observation statistics from `unrolls` unrolls of the policy before any update: reset states alone (all
         upright, nearly still) would give features such as the root height a tiny spread, and the first
-        update would see them blown up. These steps are not counted as training."""
+        update would see them blown up. These steps are not counted as training. `acting`: the statistics the
+        policy acts on meanwhile, given the ones gathered so far (a shipped policy: its own)."""
         state = jax.device_put(state, replicated(mesh))
         for unroll in range(unrolls):
             env_state, tracker = place_simulations(env_state, tracker)
             warmup_key = jax.device_put(jax.random.fold_in(key, 3 + unroll), replicated(mesh))  # placed as state.key is
-            env_state, tracker, warmup, _ = collect(state.params, state.normalizer, env_state, tracker, warmup_key)
+            env_state, tracker, warmup, _ = collect(state.params, acting(state.normalizer), env_state, tracker, warmup_key)
             state = state.replace(normalizer=running_statistics.update(state.normalizer, warmup.obs))
         return state, env_state, EpisodeTracker.create(config.num_envs)
 
@@ -142,9 +143,10 @@ def make_train(
             # The critics' statistics are counted as seen as often as the policy's (`with_policy_statistics`), so
             # they hardly move again: taken from one unroll, 20 of crawl's 300 steps, the episode's progress spread
             # 0.02 where it spreads 0.27, and the critics saw it clipped from a fifth of the way in. A whole
-            # episode's worth of unrolls gives them what they will see.
+            # episode's worth of unrolls, of the policy acting as it was shipped, gives them what they will see.
             state, env_state, tracker = warm_up_statistics(
-                state.replace(params=params), env_state, tracker, key, unrolls=episode_unrolls())
+                state.replace(params=params), env_state, tracker, key, unrolls=episode_unrolls(),
+                acting=lambda normalizer: warm_start.with_policy_statistics(normalizer, policy))
             state = state.replace(normalizer=warm_start.with_policy_statistics(
                 state.normalizer, policy, seen=warm_start.shipped_sample_count(init_from)))
             print(f"starting from the shipped policy in {init_from}, with fresh critics and optimiser")
