@@ -10,17 +10,15 @@ home starts are impossible; from another expert's handover): successes and falls
 """
 
 import json
-import os
-import platform
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import tyro
 
 from metaworld_x.expert_specs import EXPERTS
 from metaworld_x.expert_training import evaluate_expert
 from metaworld_x.paths import EXPERTS_DIR
+from metaworld_x.routing.pipeline import machine
 
 STARTS = (("clip", None), ("home", "from_home"), ("first frame", "from_start"), ("handover", "from_handover"))
 
@@ -46,17 +44,9 @@ def _part(metrics: dict, key: str | None) -> dict | None:
     return metrics if key is None else metrics.get(key)
 
 
-def _machine() -> str:
-    """The CPU's model name where Linux says it (platform.processor() is empty there), and its core count."""
-    cpuinfo = Path("/proc/cpuinfo")
-    names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-             if line.startswith("model name")] if cpuinfo.is_file() else []
-    return f"{names[0] if names else platform.processor() or platform.machine()}, {os.cpu_count()} logical cores"
-
-
 def main(args: Args) -> None:
     skills = args.skills or tuple(s for s in EXPERTS if (EXPERTS_DIR / s / "metrics.json").is_file())
-    print(f"machine: {_machine()}, {platform.system()}; "
+    print(f"machine: {machine()}; "
           f"{args.episodes} episodes per start kind at seed {args.seed}, against the recorded 10 at seed 0")
     print("| skill | " + " | ".join(name for name, _ in STARTS) + " | recorded (clip / home) | seconds |")
     print("|---" * (len(STARTS) + 3) + "|")
