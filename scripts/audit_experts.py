@@ -45,7 +45,11 @@ def _part(metrics: dict, key: str | None) -> dict | None:
 
 
 def main(args: Args) -> None:
-    skills = args.skills or tuple(s for s in EXPERTS if (EXPERTS_DIR / s / "metrics.json").is_file())
+    shipped = tuple(s for s in EXPERTS if (EXPERTS_DIR / s / "metrics.json").is_file())
+    if unknown := [s for s in args.skills if s not in shipped]:
+        raise SystemExit(f"no shipped expert {', '.join(map(repr, unknown))} in {EXPERTS_DIR}; shipped: "
+                         f"{', '.join(shipped)} (train one with `metaworld-x train expert SKILL`)")
+    skills = args.skills or shipped
     print(f"machine: {machine()}; "
           f"{args.episodes} episodes per start kind at seed {args.seed}, against the recorded 10 at seed 0")
     print("| skill | " + " | ".join(name for name, _ in STARTS) + " | recorded (clip / home) | seconds |")

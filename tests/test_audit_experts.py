@@ -21,3 +21,10 @@ def test_the_audit_prints_one_row_per_expert_with_each_start_kind_counted_over_i
     assert clip.startswith(("0/3", "1/3", "2/3", "3/3")) and "/3 (" in home  # walk starts from home, and on its clip
     assert first_frame == "—" and handover == "—"
     assert rows["push"][1] == "—" and "/3 (" in rows["push"][2]  # push's props come from its clip: no home starts
+
+
+def test_the_audit_refuses_an_expert_that_is_not_shipped_and_names_the_shipped_ones():
+    run = subprocess.run([sys.executable, str(PROJECT_DIR / "scripts" / "audit_experts.py"), "--skills", "juggle"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode != 0 and "no shipped expert 'juggle'" in run.stderr and "walk" in run.stderr
+    assert "Traceback" not in run.stderr
