@@ -44,10 +44,11 @@ class PPOConfig:
     ones; the critics' from the warm-up unroll). Moving on, weighted by the samples already seen, they shift the
     shipped policy's inputs for it: 0.5M steps into a crawl fine-tune, its weights unchanged, they had moved by up to
     0.06 of a standard deviation and the expert's tracking error from home had grown from 9.8 to 11.9 cm."""
-    critic_warmup_iterations: int = 0
+    critic_warmup_iterations: int | None = None
     """Iterations numbered below this train the critics only, the policy held (a fine-tune from a shipped
     policy starts at 0). Its fresh critics' first advantages are noise that would move a trained policy
-    for nothing."""
+    for nothing. None: `FRESH_CRITIC_WARMUP_ITERATIONS` from a shipped policy, none from scratch or a checkpoint
+    (whose critics come with it)."""
     policy_hidden: tuple[int, ...] = (256, 128)
     """Policy MLP hidden sizes."""
     value_hidden: tuple[int, ...] = (256, 256)
@@ -70,7 +71,7 @@ class PPOConfig:
     """Physics backend: cpu (mujoco.batch) or mjx (GPU)."""
 
     def __post_init__(self):
-        if self.critic_warmup_iterations < 0:
+        if self.critic_warmup_iterations is not None and self.critic_warmup_iterations < 0:
             raise UserError(f"critic_warmup_iterations must be >= 0, got {self.critic_warmup_iterations}")
         positive = ("num_envs", "unroll_length", "num_minibatches", "num_epochs", "total_env_steps")
         for name in positive:

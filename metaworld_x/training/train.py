@@ -6,7 +6,7 @@ rollback, evaluation, checkpoints that resume exactly, and the run's log.
 """
 
 import time
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -75,7 +75,10 @@ def make_train(
         env.observation_sizes, env.action_size, config.policy_hidden, config.value_hidden, config.normalize_observations
     )
     collect = (make_scan_collector if env.backend == "mjx" else make_loop_collector)(env, nets, config)
-    update = jax.jit(make_update(config, nets), out_shardings=(replicated(mesh), replicated(mesh), replicated(mesh)))
+    # resolved for the update only: the run's recorded config keeps what was asked, so a resume matches it
+    warmup = warm_start.critic_warmup_iterations(config.critic_warmup_iterations, init_from)
+    update_config = replace(config, critic_warmup_iterations=warmup)
+    update = jax.jit(make_update(update_config, nets), out_shardings=(replicated(mesh), replicated(mesh), replicated(mesh)))
     evaluate = make_evaluator(eval_env, nets, config.eval_steps) if eval_env is not None else None
     snapshot = getattr(env, "snapshot", lambda s: s)
     restore_env = getattr(env, "restore", lambda s: s)
@@ -149,7 +152,8 @@ def make_train(
                 acting=lambda normalizer: warm_start.with_policy_statistics(normalizer, policy))
             state = state.replace(normalizer=warm_start.with_policy_statistics(
                 state.normalizer, policy, seen=warm_start.shipped_sample_count(init_from)))
-            print(f"starting from the shipped policy in {init_from}, with fresh critics and optimiser")
+            print(f"starting from the shipped policy in {init_from}, with fresh critics and optimiser; the critics "
+                  f"train alone for the first {warmup} iterations")
         elif init_from is not None:
             source = checkpoint.latest(Path(init_from) / "checkpoints") or checkpoint.latest(Path(init_from))
             source = source or Path(init_from)

@@ -85,7 +85,7 @@ def make_update(config: PPOConfig, nets: PPONetworks) -> Callable:
         return (params, opt_state, normalizer, multiplier, key), metrics
 
     def update(state: TrainingState, rollout: Rollout, measured_error: jax.Array):
-        train_policy = state.iteration >= config.critic_warmup_iterations
+        train_policy = state.iteration >= (config.critic_warmup_iterations or 0)
 
         def epoch(carry, _):
             params, opt_state, normalizer, multiplier, key = carry
