@@ -18,7 +18,7 @@ import tyro
 from metaworld_x.expert_specs import EXPERTS
 from metaworld_x.expert_training import evaluate_expert
 from metaworld_x.paths import EXPERTS_DIR
-from metaworld_x.routing.pipeline import machine
+from metaworld_x.machine import describe_machine
 
 STARTS = (("clip", None), ("home", "from_home"), ("first frame", "from_start"), ("handover", "from_handover"))
 
@@ -50,7 +50,7 @@ def main(args: Args) -> None:
         raise SystemExit(f"no shipped expert {', '.join(map(repr, unknown))} in {EXPERTS_DIR}; shipped: "
                          f"{', '.join(shipped)} (train one with `metaworld-x train expert SKILL`)")
     skills = args.skills or shipped
-    print(f"machine: {machine()}; "
+    print(f"machine: {describe_machine()}; "
           f"{args.episodes} episodes per start kind at seed {args.seed}, against the recorded 10 at seed 0")
     print("| skill | " + " | ".join(name for name, _ in STARTS) + " | recorded (clip / home) | seconds |")
     print("|---" * (len(STARTS) + 3) + "|")

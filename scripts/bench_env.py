@@ -11,8 +11,6 @@ implementation.
 """
 
 import argparse
-import os
-import platform
 import time
 
 import jax
@@ -21,17 +19,7 @@ import mujoco.batch
 import numpy as np
 
 from metaworld_x.envs import make
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+from metaworld_x.machine import describe_machine
 
 
 def timed(run, seconds: float) -> tuple[int, float]:
@@ -185,8 +173,7 @@ def main():
     else:
         rows.append(("mjx backend", None, None, f"skipped: jax backend is {jax.default_backend()}, not gpu"))
 
-    print(f"# Environment throughput: {cpu_model()}, {os.cpu_count()} logical cores, jax {jax.__version__}"
-          f" ({jax.default_backend()}: {jax.devices()[0].device_kind}), mujoco {mujoco.__version__}")
+    print(f"# Environment throughput: {describe_machine()}, mujoco {mujoco.__version__}")
     print("| what | env steps/s | physics steps/s | note |")
     print("|---|---:|---:|---|")
     for what, env_steps, physics_steps, note in rows:

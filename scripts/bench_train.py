@@ -25,15 +25,6 @@ from dataclasses import replace
 
 import jax
 import numpy as np
-from bench_env import cpu_model  # scripts/ is on sys.path when a script runs
-
-
-def machine() -> str:
-    """The CPU, and the GPU when jax runs on one."""
-    text = f"{cpu_model()}, {os.cpu_count()} cores"
-    if jax.default_backend() == "gpu":
-        text += f"; {jax.devices()[0].device_kind}"
-    return text
 
 
 def bench_bare(env, steps: int) -> float:
@@ -77,6 +68,7 @@ def main():
     from metaworld_x.envs.expert import expert_task, make_env
     from metaworld_x.expert_specs import expert_spec
     from metaworld_x.expert_training import TrainerEnv
+    from metaworld_x.machine import describe_machine
 
     overrides = {"num_minibatches": args.minibatches} if args.minibatches else {}
     spec = expert_spec(args.skill, num_envs=args.envs, backend=backend, **overrides)
@@ -95,7 +87,7 @@ def main():
     whole = float(np.mean([h["perf/steps_per_second"] for h in steady]))
     update_s = float(np.mean([h["perf/update_s"] for h in steady]))
 
-    print(f"machine: {machine()}; jax {jax.__version__} ({jax.default_backend()})")
+    print(f"machine: {describe_machine()}")
     print(f"task: {args.skill} tracking, {args.envs} worlds, unroll {config.unroll_length}, "
           f"{config.num_minibatches} minibatches x {config.num_epochs} epochs")
     print()

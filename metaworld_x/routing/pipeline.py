@@ -34,6 +34,7 @@ import numpy as np
 
 from metaworld_x.atomic import write_text
 from metaworld_x.errors import UserError
+from metaworld_x.machine import describe_machine
 from metaworld_x.routing.config import RouterConfig
 from metaworld_x.world_model.config import WorldModelConfig
 
@@ -500,7 +501,7 @@ def ship(ctx: Context, run_dir: Path, out_dir: Path, full: dict, stages: dict, a
         "env_steps": full["env_steps"], "seconds": seconds, "wall_clock_s": wall_clock,
         "evals": full["evals"], "final": full["evals"][-1], "selected": full["selected"],
         "ablations": {"full": {"env_steps": full["env_steps"], "evals": full["evals"]}, **ablations},
-        "machine": machine(),
+        "machine": describe_machine(),
         "config": dataclasses.asdict(ctx.config),
     }
     write_json(staging / "metrics.json", metrics)
@@ -512,17 +513,3 @@ def ship(ctx: Context, run_dir: Path, out_dir: Path, full: dict, stages: dict, a
     os.replace(staging, final)
     shutil.rmtree(old, ignore_errors=True)
     return final
-
-
-def machine() -> str:
-    import platform
-
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} logical cores, {platform.system()}; jax {jax.__version__} on {jax.default_backend()}"
