@@ -5,10 +5,12 @@ plots, videos, metrics) goes through `atomic_path` (figures: `save_figure`): the
 temporary file beside the target, which is flushed to disk and renamed onto
 the target only when the writer finished without error. The temporary name
 keeps the target's suffix, so writers that pick a format by suffix (matplotlib,
-imageio) write the right one.
+imageio) write the right one. Folders (a shipped expert or router, a
+checkpoint) are filled in a staging folder and swapped in by `replace_folder`.
 """
 
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,3 +53,17 @@ def save_figure(fig, path: str | Path, dpi: int) -> Path:
     finally:
         plt.close(fig)
     return Path(path)
+
+
+def replace_folder(staging: str | Path, final: str | Path) -> Path:
+    """Put the complete folder `staging` at `final`, replacing what is there: the old folder is renamed aside
+    first and removed only after the new one is in place, so a kill at any point leaves one whole folder at
+    `final` (or, between the two renames, the old one beside it as `.<name>.old`, which the next call clears)."""
+    staging, final = Path(staging), Path(final)
+    old = final.with_name(f".{final.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(staging, final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final

@@ -9,7 +9,6 @@ measures it over 10 seeded episodes.
 
 import copy
 import json
-import os
 import shutil
 import time
 from dataclasses import replace
@@ -18,7 +17,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from metaworld_x.atomic import atomic_path
+from metaworld_x.atomic import atomic_path, replace_folder
 from metaworld_x.envs.expert import expert_task, make_env
 from metaworld_x.envs.tasks.tracking import clip_fingerprints
 from metaworld_x.errors import UserError
@@ -105,14 +104,13 @@ def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bo
         "backend": spec.ppo.backend,
         "wall_clock_s": result.history[-1].get("perf/wall_clock_s") if result.history else None,
         "initialised_from": str(initialised_from) if initialised_from else None,
+        # where the Lagrange multiplier ended, so that a fine-tune from this folder starts it there (warm_start)
+        "multiplier": float(result.state.multiplier),
     }
     (staging / "metrics.json").write_text(json.dumps(metrics, indent=2))
     if video:
         record_gif(staging, spec, staging / "rollout.gif")
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(staging, final)
-    return final
+    return replace_folder(staging, final)
 
 
 def _props_translucent(model, alpha: float = 0.25):

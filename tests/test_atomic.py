@@ -46,3 +46,46 @@ def test_a_figure_is_written_as_a_png_and_closed(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not plt.fignum_exists(fig.number), "the figure is closed"
     assert [p.name for p in path.parent.iterdir()] == ["curve.png"]
+
+
+def _folder(path, text):
+    path.mkdir()
+    (path / "policy.json").write_text(text)
+    return path
+
+
+def test_a_staged_folder_replaces_the_old_one_whole_and_nothing_is_left_beside_it(tmp_path):
+    from metaworld_x.atomic import replace_folder
+
+    final = _folder(tmp_path / "walk", "old")
+    replace_folder(_folder(tmp_path / ".walk.staging", "new"), final)
+    assert (final / "policy.json").read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["walk"]
+    replace_folder(_folder(tmp_path / ".walk.staging", "first"), tmp_path / "run")  # nothing there before
+    assert (tmp_path / "run" / "policy.json").read_text() == "first"
+
+
+def test_a_swap_killed_between_its_renames_leaves_the_old_folder_aside_and_the_next_swap_clears_it(tmp_path, monkeypatch):
+    import os
+
+    from metaworld_x import atomic
+
+    final = _folder(tmp_path / "walk", "old")
+    renames = []
+
+    def killed_after_the_first(source, target):
+        if renames:
+            raise KeyboardInterrupt("killed")
+        renames.append((source, target))
+        os.rename(source, target)
+
+    monkeypatch.setattr(atomic.os, "replace", killed_after_the_first)
+    with pytest.raises(KeyboardInterrupt):
+        atomic.replace_folder(_folder(tmp_path / ".walk.staging", "new"), final)
+    monkeypatch.undo()
+    # the old expert survives whole beside the target and the staged one is untouched: nothing is half-written
+    assert (tmp_path / ".walk.old" / "policy.json").read_text() == "old"
+    assert (tmp_path / ".walk.staging" / "policy.json").read_text() == "new"
+    atomic.replace_folder(tmp_path / ".walk.staging", final)
+    assert (final / "policy.json").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["walk"]

@@ -46,6 +46,8 @@ def test_shipped_expert_loads_without_training_code_and_evaluates(tmp_path):
         assert (out / name).is_file(), name
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["episodes"] == 10 and 0 <= metrics["success"] <= 10
+    # where λ ended, for a fine-tune from this folder to start it there
+    assert metrics["training"]["multiplier"] == pytest.approx(float(result.state.multiplier))
     again = evaluate_expert(out, seed=0)
     assert again["success"] == metrics["success"]
     assert again["task_return"] == pytest.approx(metrics["task_return"], rel=1e-5)

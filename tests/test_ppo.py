@@ -363,6 +363,32 @@ def test_a_fine_tune_from_a_shipped_policy_trains_its_fresh_critics_alone_unless
     assert critic_warmup_iterations(0, tmp_path / "expert") == 0  # asked for in so many words
 
 
+def test_a_fine_tune_from_a_shipped_policy_starts_the_multiplier_where_its_training_left_it(tmp_path):
+    """λ weighs tracking against the task in every advantage; restarted at the config's 1.0 under an expert that
+    trained at 43, dual ascent would take hundreds of iterations to climb back."""
+    import json
+
+    from metaworld_x.policy import from_training, save_policy
+    from metaworld_x.training.warm_start import shipped_multiplier
+
+    env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
+    source = make_train(SMALL, env, progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    save_policy(from_training(source.state.params.policy, source.state.normalizer), tmp_path / "expert", {"skill": "point_mass"})
+    one = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration)
+
+    def tuned_multiplier() -> float:
+        result = make_train(one, env, init_from=tmp_path / "expert", progress=False, tensorboard=False)(jax.random.PRNGKey(5))
+        return float(result.state.multiplier)
+
+    # the point mass measures no tracking error, so one dual-ascent step lowers λ by multiplier_lr x budget
+    step = SMALL.constraint.multiplier_lr * SMALL.constraint.budget
+    assert shipped_multiplier(tmp_path / "expert") is None  # no metrics.json: the config's initial value
+    assert tuned_multiplier() == pytest.approx(SMALL.constraint.initial_multiplier - step, abs=1e-5)
+    (tmp_path / "expert" / "metrics.json").write_text(json.dumps({"training": {"multiplier": 43.0}}))
+    assert shipped_multiplier(tmp_path / "expert") == 43.0
+    assert tuned_multiplier() == pytest.approx(43.0 - step, abs=1e-4)
+
+
 def test_shipped_statistics_replace_one_key_and_update_on_as_if_seen():
     from brax.training.acme import running_statistics, specs
 

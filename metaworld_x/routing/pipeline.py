@@ -23,7 +23,6 @@ alone); their evaluations go into metrics.json.
 
 import dataclasses
 import json
-import os
 import shutil
 import time
 from dataclasses import dataclass, field, replace
@@ -32,7 +31,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from metaworld_x.atomic import write_text
+from metaworld_x.atomic import replace_folder, write_text
 from metaworld_x.errors import UserError
 from metaworld_x.machine import describe_machine
 from metaworld_x.routing.config import RouterConfig
@@ -506,10 +505,4 @@ def ship(ctx: Context, run_dir: Path, out_dir: Path, full: dict, stages: dict, a
     }
     write_json(staging / "metrics.json", metrics)
     plot_training(staging / "curves.png", stages["world_model"]["history"], full, ablations, ctx.experts.names)
-    old = out_dir / f".{task.name}.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        os.replace(final, old)
-    os.replace(staging, final)
-    shutil.rmtree(old, ignore_errors=True)
-    return final
+    return replace_folder(staging, final)

@@ -17,6 +17,7 @@ import jax
 import numpy as np
 from flax import serialization
 
+from metaworld_x.atomic import replace_folder
 from metaworld_x.errors import UserError
 
 FORMAT_VERSION = 1
@@ -53,10 +54,7 @@ def save(directory: Path, step: int, state: Any, meta: dict) -> Path:
     tmp.mkdir()
     (tmp / STATE_FILE).write_bytes(payload)
     (tmp / META_FILE).write_text(json.dumps(record, indent=2, default=str))
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    return final
+    return replace_folder(tmp, final)
 
 
 def latest(directory: Path) -> Path | None:

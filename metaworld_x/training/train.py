@@ -152,8 +152,16 @@ def make_train(
                 acting=lambda normalizer: warm_start.with_policy_statistics(normalizer, policy))
             state = state.replace(normalizer=warm_start.with_policy_statistics(
                 state.normalizer, policy, seen=warm_start.shipped_sample_count(init_from)))
+            # The advantage weighs task against tracking by λ. Crawl's fine-tunes ran at λ 40-54; restarted at 1,
+            # dual ascent (multiplier_lr 2 per metre of violation, ~4 cm over budget) needs ~500 iterations to
+            # climb there, while the updates meanwhile trade the clip for the task.
+            shipped_lambda = warm_start.shipped_multiplier(init_from)
+            if shipped_lambda is not None and config.constraint.mode == "lagrangian":
+                lam = min(max(shipped_lambda, 0.0), config.constraint.max_multiplier)
+                state = state.replace(multiplier=jnp.asarray(lam, state.multiplier.dtype))
             print(f"starting from the shipped policy in {init_from}, with fresh critics and optimiser; the critics "
-                  f"train alone for the first {warmup} iterations")
+                  f"train alone for the first {warmup} iterations; λ starts at {float(state.multiplier):.2f}"
+                  + (" (where the expert's training left it)" if shipped_lambda is not None else ""))
         elif init_from is not None:
             source = checkpoint.latest(Path(init_from) / "checkpoints") or checkpoint.latest(Path(init_from))
             source = source or Path(init_from)

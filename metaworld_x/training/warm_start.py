@@ -3,8 +3,10 @@
 Run folders are scratch: a fine-tune of an expert whose run folder is gone
 (a new machine, a fresh checkout) can only start from what experts/ ships,
 the policy network and the observation statistics it was trained with. The
-critics, the optimiser and the multiplier start fresh; the critics' inputs get
-statistics from the usual warm-up unroll, now of the shipped policy.
+critics and the optimiser start fresh; the critics' inputs get statistics from
+warm-up unrolls of the shipped policy, and the critics train alone for a while
+before the policy moves. The multiplier starts where the expert's training
+left it when its metrics.json records that, else at the config's initial value.
 """
 
 import json
@@ -95,6 +97,16 @@ def shipped_sample_count(path: Path) -> int | None:
         return None
     steps = (json.loads(metrics.read_text()).get("training") or {}).get("env_steps")
     return int(steps) if steps else None
+
+
+def shipped_multiplier(path: Path) -> float | None:
+    """The Lagrange multiplier a shipped expert's training ended with (its metrics.json), or None if not recorded
+    (experts shipped before session 27)."""
+    metrics = Path(path) / "metrics.json"
+    if not metrics.is_file():
+        return None
+    value = (json.loads(metrics.read_text()).get("training") or {}).get("multiplier")
+    return float(value) if value is not None else None
 
 
 def with_policy_statistics(
