@@ -538,3 +538,35 @@ def test_a_policy_moved_to_a_larger_action_scale_asks_for_the_same_servo_targets
     assert shipped_action_scale(tmp_path / "expert") is None
     (tmp_path / "expert" / "spec.json").write_text(json.dumps({"action_scale": 0.5}))
     assert shipped_action_scale(tmp_path / "expert") == 0.5
+
+
+def test_an_adaptive_learning_rate_follows_the_kl_target_and_stays_in_bounds():
+    from metaworld_x.training.adaptive_lr import BOUNDS, FACTOR, adapted
+
+    assert float(adapted(3e-4, 0.05, 0.01)) == pytest.approx(3e-4 / FACTOR)  # over twice the target: smaller
+    assert float(adapted(3e-4, 0.001, 0.01)) == pytest.approx(3e-4 * FACTOR)  # under half: larger
+    assert float(adapted(3e-4, 0.015, 0.01)) == pytest.approx(3e-4)  # near the target: kept
+    assert float(adapted(BOUNDS[1], 0.0, 0.01)) == pytest.approx(BOUNDS[1])
+    assert float(adapted(BOUNDS[0], 9.0, 0.01)) == pytest.approx(BOUNDS[0])
+    with pytest.raises(UserError, match="desired_kl"):
+        dataclasses.replace(SMALL, desired_kl=0.0)
+
+
+def test_a_run_with_a_kl_target_moves_its_rate_only_once_the_policy_trains_and_resumes_with_it(tmp_path):
+    from metaworld_x.training.adaptive_lr import learning_rate_of
+
+    env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
+    # a target no update reaches: every update that moves the policy raises the rate by the factor
+    adaptive = dataclasses.replace(SMALL, desired_kl=10.0, critic_warmup_iterations=2)
+    full = make_train(adaptive, env, run_dir=tmp_path / "full", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    rates = [h["losses/learning_rate"] for h in full.history]
+    assert rates[:2] == pytest.approx([SMALL.learning_rate] * 2)  # held policy: KL 0 is no signal
+    assert rates[2:] == pytest.approx([SMALL.learning_rate * 1.5 ** i for i in range(1, len(rates) - 1)])
+    assert float(learning_rate_of(full.state.opt_state)) == pytest.approx(rates[-1])
+    # the rate is in the optimiser state, so a killed run resumes with it, bit for bit
+    killed = dataclasses.replace(adaptive, total_env_steps=SMALL.steps_per_iteration * 4)
+    make_train(killed, env, run_dir=tmp_path / "killed", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    resumed = make_train(adaptive, env, run_dir=tmp_path / "killed", resume=True, progress=False,
+                         tensorboard=False)(jax.random.PRNGKey(2))
+    for a, b in zip(jax.tree_util.tree_leaves(full.state), jax.tree_util.tree_leaves(resumed.state)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -23,6 +23,11 @@ class TrainExpert:
     num_envs up on a GPU)."""
     eval_every: int | None = None
     """Override how often (in iterations) the periodic evaluation runs; 0 turns it off."""
+    learning_rate: float | None = None
+    """Override the spec's Adam step size (a fine-tune from a shipped expert is steadier at 1e-4 than at 3e-4)."""
+    desired_kl: float | None = None
+    """Adapt the step size after every update toward this KL between the policies before and after it (e.g.
+    0.01; experts/README.md, "Fine-tunes at 3e-4 take large steps")."""
     backend: Literal["cpu", "mjx"] | None = None
     """Physics backend; default: the spec's (cpu: mujoco.batch; mjx: GPU)."""
     run_dir: Path | None = None
@@ -32,7 +37,8 @@ class TrainExpert:
     init_from: Path | None = None
     """Start from this run directory's newest checkpoint (or this checkpoint): its networks, optimiser, normaliser,
     multiplier and step count, with fresh environments. For fine-tuning under changed task settings (home starts).
-    Or a shipped expert's folder (experts/SKILL): its policy only, with fresh critics, when the run folder is gone."""
+    Or a shipped expert's folder (experts/SKILL): its policy and input statistics, with fresh critics that train
+    alone for 30 iterations and λ where its training left it (if recorded), when the run folder is gone."""
     seed: int | None = None
     """Override the spec's seed."""
     max_minutes: float | None = None
@@ -59,6 +65,7 @@ class TrainExpert:
         overrides = {
             k: v for k, v in (("total_env_steps", self.total_env_steps), ("num_envs", self.num_envs),
                               ("num_minibatches", self.num_minibatches), ("eval_every", self.eval_every),
+                              ("learning_rate", self.learning_rate), ("desired_kl", self.desired_kl),
                               ("backend", self.backend), ("seed", self.seed)) if v is not None
         }
         spec = expert_spec(self.skill, **overrides)

@@ -22,7 +22,10 @@ class PPOConfig:
     total_env_steps: int = 5_000_000
     """Training budget in environment (control) steps, over all simulations."""
     learning_rate: float = 3e-4
-    """Adam step size."""
+    """Adam step size (the first one, with `desired_kl`)."""
+    desired_kl: float | None = None
+    """Adapt the step size after every update toward this approximate KL between the policies before and after
+    it (`adaptive_lr`; rsl_rl uses 0.01). None: a fixed step size."""
     max_grad_norm: float = 1.0
     """Global gradient-norm clip."""
     discounting: float = 0.97
@@ -71,6 +74,8 @@ class PPOConfig:
     """Physics backend: cpu (mujoco.batch) or mjx (GPU)."""
 
     def __post_init__(self):
+        if self.desired_kl is not None and self.desired_kl <= 0:
+            raise UserError(f"desired_kl must be a positive KL (e.g. 0.01) or None for a fixed step size, got {self.desired_kl}")
         if self.critic_warmup_iterations is not None and self.critic_warmup_iterations < 0:
             raise UserError(f"critic_warmup_iterations must be >= 0, got {self.critic_warmup_iterations}")
         positive = ("num_envs", "unroll_length", "num_minibatches", "num_epochs", "total_env_steps")

@@ -13,6 +13,7 @@ import optax
 from brax.training.acme import running_statistics
 from flax import struct
 
+from metaworld_x.training import adaptive_lr
 from metaworld_x.training.config import PPOConfig
 from metaworld_x.training.constraint import update_multiplier
 from metaworld_x.training.losses import LossSettings, Rollout, ppo_loss
@@ -33,7 +34,8 @@ class TrainingState:
 
 
 def make_optimizer(config: PPOConfig) -> optax.GradientTransformation:
-    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
+    adam = optax.adam(config.learning_rate) if config.desired_kl is None else adaptive_lr.adaptive_adam(config.learning_rate)
+    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), adam)
 
 
 def loss_settings(config: PPOConfig) -> LossSettings:
@@ -102,6 +104,12 @@ def make_update(config: PPOConfig, nets: PPONetworks) -> Callable:
         if config.normalize_observations and not config.freeze_statistics:
             normalizer = running_statistics.update(normalizer, rollout.obs)
         metrics = jax.tree_util.tree_map(jnp.mean, metrics)
+        if config.desired_kl is not None:
+            # not while the policy is held: its KL is 0 then, and 30 held updates would raise the rate 1.5^30-fold
+            rate = adaptive_lr.learning_rate_of(opt_state)
+            rate = jnp.where(train_policy, adaptive_lr.adapted(rate, metrics["losses/approx_kl"], config.desired_kl), rate)
+            opt_state = adaptive_lr.with_learning_rate(opt_state, rate)
+            metrics["losses/learning_rate"] = rate
         multiplier = update_multiplier(config.constraint, state.multiplier, measured_error)
         metrics["constraint/multiplier"] = multiplier
         metrics["constraint/violation"] = measured_error - config.constraint.budget
