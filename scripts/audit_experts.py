@@ -17,8 +17,8 @@ import tyro
 
 from metaworld_x.expert_specs import EXPERTS
 from metaworld_x.expert_training import evaluate_expert
-from metaworld_x.paths import EXPERTS_DIR
 from metaworld_x.machine import describe_machine
+from metaworld_x.paths import EXPERTS_DIR
 
 STARTS = (("clip", None), ("home", "from_home"), ("first frame", "from_start"), ("handover", "from_handover"))
 

@@ -6,8 +6,9 @@ median approximate KL of 0.04 per update, with spikes to 4, and their
 evaluations swung between 10 and 16 of 16 (session 27); at 1e-4, 0.013. With
 `PPOConfig.desired_kl` set, each update's KL moves the step size instead:
 divided by 1.5 above twice the target, multiplied by 1.5 under half of it.
-The rate lives in the optimiser state (optax.inject_hyperparams), so it is
-checkpointed and a resume continues with it.
+The rate lives in the optimiser state (optax.inject_hyperparams), where
+optax.tree_utils reads and sets it by name; so it is checkpointed and a
+resume continues with it.
 """
 
 import jax.numpy as jnp
@@ -28,13 +29,3 @@ def adapted(learning_rate, kl, desired_kl: float):
     learning_rate = jnp.where(kl < 0.5 * desired_kl, learning_rate * FACTOR, learning_rate)
     return jnp.clip(learning_rate, *BOUNDS)
 
-
-def learning_rate_of(opt_state):
-    """The rate held in `optax.chain(clip, adaptive_adam)`'s state."""
-    return opt_state[1].hyperparams["learning_rate"]
-
-
-def with_learning_rate(opt_state, learning_rate):
-    adam = opt_state[1]
-    hyperparams = {**adam.hyperparams, "learning_rate": jnp.asarray(learning_rate, adam.hyperparams["learning_rate"].dtype)}
-    return (opt_state[0], adam._replace(hyperparams=hyperparams), *opt_state[2:])

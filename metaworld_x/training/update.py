@@ -106,9 +106,9 @@ def make_update(config: PPOConfig, nets: PPONetworks) -> Callable:
         metrics = jax.tree_util.tree_map(jnp.mean, metrics)
         if config.desired_kl is not None:
             # not while the policy is held: its KL is 0 then, and 30 held updates would raise the rate 1.5^30-fold
-            rate = adaptive_lr.learning_rate_of(opt_state)
+            rate = optax.tree_utils.tree_get(opt_state, "learning_rate")
             rate = jnp.where(train_policy, adaptive_lr.adapted(rate, metrics["losses/approx_kl"], config.desired_kl), rate)
-            opt_state = adaptive_lr.with_learning_rate(opt_state, rate)
+            opt_state = optax.tree_utils.tree_set(opt_state, learning_rate=rate)
             metrics["losses/learning_rate"] = rate
         multiplier = update_multiplier(config.constraint, state.multiplier, measured_error)
         metrics["constraint/multiplier"] = multiplier
