@@ -9,14 +9,12 @@ missing, extra, changed and reordered experts: a router's output i means
 """
 
 import dataclasses
-import hashlib
-import json
 from pathlib import Path
 
 from flax import serialization
 
-from metaworld_x.atomic import write_bytes, write_text
 from metaworld_x.errors import UserError
+from metaworld_x.params_file import check_payload, read_record, write_params
 from metaworld_x.routing.config import RouterConfig
 from metaworld_x.routing.experts import ExpertSet
 from metaworld_x.routing.network import Router, RouterParams
@@ -24,33 +22,24 @@ from metaworld_x.routing.network import Router, RouterParams
 FORMAT_VERSION = 1
 PARAMS_FILE = "router.msgpack"
 META_FILE = "router.json"
+FILES = (PARAMS_FILE, META_FILE)
 
 
 def save_router(directory: Path, router: Router, params: RouterParams, experts: ExpertSet | list[dict], meta: dict | None = None) -> Path:
     """Write the router atomically, recording the expert set (names and policy hashes, in order)."""
-    from metaworld_x.training.checkpoint import versions
-
     record_experts = experts.record() if isinstance(experts, ExpertSet) else list(experts)
     if [e["name"] for e in record_experts] != list(router.expert_names):
         raise UserError(
             f"the expert set {[e['name'] for e in record_experts]} is not the router's {list(router.expert_names)}"
         )
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    payload = serialization.to_bytes(params)
     record = {
-        "format_version": FORMAT_VERSION,
         "config": dataclasses.asdict(router.config),
         "obs_size": router.obs_size,
         "text_size": router.text_size,
         "experts": record_experts,
-        "sha256": hashlib.sha256(payload).hexdigest(),
-        "versions": versions(),
         **(meta or {}),
     }
-    write_bytes(directory / PARAMS_FILE, payload)
-    write_text(directory / META_FILE, json.dumps(record, indent=2))
-    return directory
+    return write_params(directory, FILES, serialization.to_bytes(params), record, FORMAT_VERSION)
 
 
 def expert_set_differences(recorded: list[dict], installed: list[dict]) -> list[str]:
@@ -74,14 +63,7 @@ def expert_set_differences(recorded: list[dict], installed: list[dict]) -> list[
 
 def load_router(directory: Path, installed: ExpertSet | list[dict]) -> tuple[Router, RouterParams, dict]:
     """Read a router; refuse it unless the installed expert set is exactly the one it was trained with."""
-    directory = Path(directory)
-    try:
-        record = json.loads((directory / META_FILE).read_text())
-        payload = (directory / PARAMS_FILE).read_bytes()
-    except (OSError, json.JSONDecodeError) as error:
-        raise UserError(f"no readable router in {directory} ({error}); expected {META_FILE} and {PARAMS_FILE}") from None
-    if record.get("format_version") != FORMAT_VERSION:
-        raise UserError(f"router in {directory} has format {record.get('format_version')}, expected {FORMAT_VERSION}")
+    record, payload = read_record(directory, FILES, "router", FORMAT_VERSION)
     installed_record = installed.record() if isinstance(installed, ExpertSet) else list(installed)
     problems = expert_set_differences(record["experts"], installed_record)
     if problems:
@@ -89,8 +71,7 @@ def load_router(directory: Path, installed: ExpertSet | list[dict]) -> tuple[Rou
             f"router in {directory} was trained with a different expert set — {'; '.join(problems)}."
             " Install the experts it was trained with, or retrain the router on the installed ones"
         )
-    if hashlib.sha256(payload).hexdigest() != record.get("sha256"):
-        raise UserError(f"router in {directory} is corrupted: {PARAMS_FILE} does not match its checksum")
+    check_payload(directory, FILES, "router", record, payload)
     config = dict(record["config"])
     config["hidden"] = tuple(config["hidden"])
     router = Router(RouterConfig(**config), record["obs_size"], record["text_size"], tuple(e["name"] for e in record["experts"]))

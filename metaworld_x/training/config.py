@@ -94,6 +94,13 @@ class PPOConfig:
                 f"total_env_steps ({self.total_env_steps}) is less than one iteration"
                 f" (num_envs × unroll_length = {self.steps_per_iteration}); raise it or shrink the batch"
             )
+        # 0 is allowed: a run that only measures (tests hold the policy with it)
+        for name in ("learning_rate", "entropy_cost", "value_cost"):
+            if getattr(self, name) < 0:
+                raise UserError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.max_grad_norm <= 0 or self.clipping_epsilon <= 0:
+            raise UserError(f"max_grad_norm and clipping_epsilon must be positive, got {self.max_grad_norm} and "
+                            f"{self.clipping_epsilon}")
         if not 0 < self.discounting <= 1 or not 0 <= self.gae_lambda <= 1:
             raise UserError("discounting must be in (0, 1] and gae_lambda in [0, 1]")
 
