@@ -22,12 +22,7 @@ class ConstraintConfig:
     budget: float = 0.06
     """ε: the largest mean keypoint tracking error (m) the policy may incur."""
     multiplier_lr: float = 2.0
-    """Dual-ascent step on λ per metre of constraint violation per iteration of `multiplier_lr_samples` samples."""
-    multiplier_lr_samples: int = 20_480
-    """The batch (simulations × unroll steps per iteration) that `multiplier_lr` is given for: 1024 × 20, every
-    spec's. A batch k times larger steps k times further, so λ follows the same course per sample of experience
-    whatever the batch: at 4096 worlds an unscaled λ moved a quarter as far per sample, and the H200 walk run
-    tracked at 9.0 cm after 4.8M steps where the 1024-world run had 5.9 cm (README, Performance)."""
+    """Dual-ascent step on λ per metre of constraint violation per iteration."""
     initial_multiplier: float = 1.0
     """λ at the start of training."""
     max_multiplier: float = 100.0
@@ -54,8 +49,6 @@ class ConstraintConfig:
             raise UserError(f"constraint budget must be a positive error in metres, not {self.budget}")
         if self.initial_multiplier < 0 or self.max_multiplier < self.initial_multiplier:
             raise UserError("need 0 <= initial_multiplier <= max_multiplier")
-        if self.multiplier_lr < 0 or self.multiplier_lr_samples <= 0:
-            raise UserError("multiplier_lr must be >= 0 and multiplier_lr_samples a positive sample count")
         if self.failure_error < 0:
             raise UserError(f"failure_error is a tracking error in metres and cannot be negative, not {self.failure_error}")
 
@@ -83,10 +76,9 @@ def combine_advantages(config: ConstraintConfig, reward_advantage, cost_advantag
     return (reward_advantage - multiplier * cost_advantage) / (1.0 + multiplier)
 
 
-def update_multiplier(config: ConstraintConfig, multiplier, measured_error, samples: int):
-    """Dual ascent after an iteration of `samples` samples: λ rises while the error exceeds the budget, falls
-    towards 0 when slack, by `multiplier_lr` per metre per `multiplier_lr_samples` samples."""
+def update_multiplier(config: ConstraintConfig, multiplier, measured_error):
+    """Dual ascent: λ rises while the error exceeds the budget, falls towards 0 when slack."""
     if config.mode == "fixed":
         return multiplier
-    step = config.multiplier_lr * samples / config.multiplier_lr_samples * (measured_error - config.budget)
+    step = config.multiplier_lr * (measured_error - config.budget)
     return jnp.clip(multiplier + step, 0.0, config.max_multiplier)

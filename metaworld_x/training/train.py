@@ -153,7 +153,7 @@ def make_train(
             state = state.replace(normalizer=warm_start.with_policy_statistics(
                 state.normalizer, policy, seen=warm_start.shipped_sample_count(init_from)))
             # The advantage weighs task against tracking by λ. Crawl's fine-tunes ran at λ 40-54; restarted at 1,
-            # dual ascent (multiplier_lr 2 per metre of violation per 1024-world iteration, ~4 cm over budget) needs ~500 iterations to
+            # dual ascent (multiplier_lr 2 per metre of violation, ~4 cm over budget) needs ~500 iterations to
             # climb there, while the updates meanwhile trade the clip for the task.
             shipped_lambda = warm_start.shipped_multiplier(init_from)
             if shipped_lambda is not None and config.constraint.mode == "lagrangian":

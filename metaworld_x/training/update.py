@@ -110,7 +110,7 @@ def make_update(config: PPOConfig, nets: PPONetworks) -> Callable:
             rate = jnp.where(train_policy, adaptive_lr.adapted(rate, metrics["losses/approx_kl"], config.desired_kl), rate)
             opt_state = optax.tree_utils.tree_set(opt_state, learning_rate=rate)
             metrics["losses/learning_rate"] = rate
-        multiplier = update_multiplier(config.constraint, state.multiplier, measured_error, config.steps_per_iteration)
+        multiplier = update_multiplier(config.constraint, state.multiplier, measured_error)
         metrics["constraint/multiplier"] = multiplier
         metrics["constraint/violation"] = measured_error - config.constraint.budget
         new_state = state.replace(
