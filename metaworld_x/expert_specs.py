@@ -108,7 +108,7 @@ EXPERTS: dict[str, ExpertSpec] = {
         # stand task: trained in 500, it stood 50/50 from home for 500 steps but fell in 8 of 30 over 1000, all on
         # the first clip while it stepped and held a foot up (session 26); that clip is now quiet standing.
         # A fall is charged as a deviation for ever (failure_error), as walk's and sit's are. From scratch, 6.0M
-        # steps each (session 29): without it, evaluation episodes shrank to 23-36 steps at 2-3M steps and the
+        # steps each (session 29): without it, evaluation episodes lasted 23-36 steps at 2-3M steps and the
         # end scored 0/10 from the clips (10 falls) and 5/10 from carry's set-down; with it, 8/10 from the clips
         # (2 falls), 10/10 from home and 10/10 from the set-down. The shipped expert is a fine-tune chain
         # (experts/README.md).
