@@ -12,6 +12,7 @@ home starts are impossible; from another expert's handover): successes and falls
 import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import tyro
 
@@ -30,7 +31,10 @@ class Args:
     seed: int = 7
     """Seed of the episodes (the shipped figures use 0)."""
     skills: tuple[str, ...] = ()
-    """Experts to audit; default every shipped one."""
+    """Experts to audit; default every one in `experts_dir`."""
+    experts_dir: Path = EXPERTS_DIR
+    """Folder of expert folders (`<skill>/metrics.json`, ...): the shipped experts/, or candidates to audit before
+    shipping them (`train expert` writes one such folder with `--out DIR/<skill>`)."""
 
 
 def _cell(result: dict | None) -> str:
@@ -45,19 +49,20 @@ def _part(metrics: dict, key: str | None) -> dict | None:
 
 
 def main(args: Args) -> None:
-    shipped = tuple(s for s in EXPERTS if (EXPERTS_DIR / s / "metrics.json").is_file())
+    root = args.experts_dir
+    shipped = tuple(s for s in EXPERTS if (root / s / "metrics.json").is_file())
     if unknown := [s for s in args.skills if s not in shipped]:
-        raise SystemExit(f"no shipped expert {', '.join(map(repr, unknown))} in {EXPERTS_DIR}; shipped: "
-                         f"{', '.join(shipped)} (train one with `metaworld-x train expert SKILL`)")
+        raise SystemExit(f"no expert {', '.join(map(repr, unknown))} in {root}; there: "
+                         f"{', '.join(shipped) or 'none'} (train one with `metaworld-x train expert SKILL`)")
     skills = args.skills or shipped
-    print(f"machine: {describe_machine()}; "
+    print(f"experts: {root}; machine: {describe_machine()}; "
           f"{args.episodes} episodes per start kind at seed {args.seed}, against the recorded 10 at seed 0")
     print("| skill | " + " | ".join(name for name, _ in STARTS) + " | recorded (clip / home) | seconds |")
     print("|---" * (len(STARTS) + 3) + "|")
     for skill in skills:
-        recorded = json.loads((EXPERTS_DIR / skill / "metrics.json").read_text())
+        recorded = json.loads((root / skill / "metrics.json").read_text())
         started = time.perf_counter()
-        fresh = evaluate_expert(EXPERTS_DIR / skill, seed=args.seed, episodes=args.episodes)
+        fresh = evaluate_expert(root / skill, seed=args.seed, episodes=args.episodes)
         cells = [_cell(_part(fresh, key)) for _, key in STARTS]
         home = recorded.get("from_home") or recorded.get("from_start")
         before = f"{recorded['success']}/10 / {home['success']}/10" if home else f"{recorded['success']}/10"
