@@ -5,6 +5,8 @@ shipped crawl expert scored 9/10 from its clip at seed 0 and 3-6/10 at seeds 1-5
 
     python scripts/audit_experts.py --episodes 50 --seed 7
 
+`--experts-dir DIR` audits the experts in DIR/<skill>/ instead, candidates before they replace the shipped ones.
+
 Columns per start kind (on the clip; from home, as a router starts an expert; from the clip's first frame where
 home starts are impossible; from another expert's handover): successes and falls over the episodes, tracking error.
 """
@@ -50,11 +52,11 @@ def _part(metrics: dict, key: str | None) -> dict | None:
 
 def main(args: Args) -> None:
     root = args.experts_dir
-    shipped = tuple(s for s in EXPERTS if (root / s / "metrics.json").is_file())
-    if unknown := [s for s in args.skills if s not in shipped]:
+    present = tuple(s for s in EXPERTS if (root / s / "metrics.json").is_file())
+    if unknown := [s for s in args.skills if s not in present]:
         raise SystemExit(f"no expert {', '.join(map(repr, unknown))} in {root}; there: "
-                         f"{', '.join(shipped) or 'none'} (train one with `metaworld-x train expert SKILL`)")
-    skills = args.skills or shipped
+                         f"{', '.join(present) or 'none'} (train one with `metaworld-x train expert SKILL`)")
+    skills = args.skills or present
     print(f"experts: {root}; machine: {describe_machine()}; "
           f"{args.episodes} episodes per start kind at seed {args.seed}, against the recorded 10 at seed 0")
     print("| skill | " + " | ".join(name for name, _ in STARTS) + " | recorded (clip / home) | seconds |")

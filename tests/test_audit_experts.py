@@ -12,11 +12,15 @@ pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file() or not 
                                 reason="the shipped clip library or walk expert is missing")
 
 
+def _rows(out: str) -> dict[str, list[str]]:
+    table = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| skill")]
+    return {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in table}
+
+
 def test_the_audit_prints_one_row_per_expert_with_each_start_kind_counted_over_its_episodes():
     out = subprocess.run([sys.executable, str(PROJECT_DIR / "scripts" / "audit_experts.py"), "--episodes", "3",
                           "--skills", "walk", "push"], capture_output=True, text=True, timeout=600, check=True).stdout
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in out.splitlines()
-            if line.startswith("| walk") or line.startswith("| push")}
+    rows = _rows(out)
     assert set(rows) == {"walk", "push"}
     clip, home, first_frame, handover = rows["walk"][:4]
     assert clip.startswith(("0/3", "1/3", "2/3", "3/3")) and "/3 (" in home  # walk starts from home, and on its clip
@@ -29,11 +33,6 @@ def test_the_audit_refuses_an_expert_that_is_not_shipped_and_names_the_shipped_o
                          capture_output=True, text=True, timeout=600)
     assert run.returncode != 0 and "no expert 'juggle'" in run.stderr and "walk" in run.stderr
     assert "Traceback" not in run.stderr
-
-
-def _rows(out: str) -> dict[str, list[str]]:
-    table = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| skill")]
-    return {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in table}
 
 
 def test_the_audit_reads_candidate_experts_from_another_folder_and_only_those(tmp_path):

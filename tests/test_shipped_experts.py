@@ -111,9 +111,9 @@ def test_every_spec_charges_an_early_end_as_its_deviation_limit_for_ever(skill):
         return
     if spec.ppo.constraint.mode == "fixed":
         pytest.skip(f"{skill} trains with fixed weights, which have no tracking cost to escape")
-    assert charge == pytest.approx(expert_task(spec).config.max_deviation), (
-        f"{skill} charges an early end as {charge} m of tracking error, not its deviation limit "
-        f"{expert_task(spec).config.max_deviation} m")
+    limit = expert_task(spec).config.max_deviation
+    assert charge == pytest.approx(limit), (
+        f"{skill} charges an early end as {charge} m of tracking error, not its deviation limit {limit} m")
 
 
 @pytest.mark.parametrize("skill", [s for s, spec in EXPERTS.items() if spec.objective])
