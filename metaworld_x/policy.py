@@ -60,6 +60,22 @@ def from_training(policy_params, normalizer, obs_key: str = "state") -> PolicyPa
     )
 
 
+def from_checkpoint(path: Path) -> PolicyParams:
+    """The policy of a training checkpoint (`runs/SKILL/checkpoints/step_N`): its network and input statistics,
+    as `ship_expert` would export them, without the optimiser, critics or environments."""
+    from types import SimpleNamespace
+
+    from metaworld_x.training import checkpoint
+
+    training, _ = checkpoint.read_entry(path, "training")
+    try:
+        normalizer = training["normalizer"]
+        return from_training(training["params"]["policy"], SimpleNamespace(**normalizer) if normalizer else None)
+    except (KeyError, TypeError) as error:
+        raise UserError(f"checkpoint {path} holds no policy network ({error!r} missing); it was not written by"
+                        " `metaworld-x train expert`") from None
+
+
 def save_policy(params: PolicyParams, directory: Path, spec: dict) -> Path:
     """Write policy.msgpack and policy.json atomically; spec describes the observation and action."""
     directory = Path(directory)

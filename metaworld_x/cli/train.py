@@ -54,7 +54,8 @@ class TrainExpert:
     """Join a multi-host run through jax.distributed.initialize() before anything else."""
 
     def run(self) -> None:
-        stop_at = time.perf_counter() + 60 * self.max_minutes if self.max_minutes is not None else None
+        started = time.perf_counter()
+        stop_at = started + 60 * self.max_minutes if self.max_minutes is not None else None
         if self.distributed:
             from metaworld_x.training.devices import initialize_distributed
 
@@ -73,7 +74,8 @@ class TrainExpert:
         # what is trained, stated up front: a spec edited in another checkout than the one imported shows here
         print(f"training {spec.skill}: clips {', '.join(spec.clips)}, objective {spec.objective},"
               f" tracking {spec.tracking or 'defaults'}, {spec.ppo.total_env_steps:,} steps on {spec.ppo.backend}")
-        result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at)
+        result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at,
+                             started_at=started)
         print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; run in {run_dir}")
         if result.rollbacks:
             print(f"{len(result.rollbacks)} non-finite update(s) rolled back; see {run_dir}")

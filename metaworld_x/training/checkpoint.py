@@ -92,11 +92,8 @@ def restore_part(path: Path, key: str, template: Any) -> tuple[Any, dict]:
     How a run starts from another run's networks, optimiser, normaliser and
     multiplier while its environments are set up afresh (a fine-tune whose
     task settings differ)."""
-    payload, record = _verified_payload(path)
-    entries = _fitted(path, lambda: serialization.msgpack_restore(payload))
-    if not isinstance(entries, dict) or key not in entries:
-        raise UserError(f"checkpoint {path} holds no {key!r} state; it was not written by this trainer")
-    state = _fitted(path, lambda: serialization.from_state_dict(template, entries[key]))
+    entry, record = read_entry(path, key)
+    state = _fitted(path, lambda: serialization.from_state_dict(template, entry))
     shapes = lambda tree: [np.shape(leaf) for leaf in jax.tree_util.tree_leaves(tree)]  # noqa: E731
     if shapes(state) != shapes(template):  # from_state_dict takes any array where the template has one
         raise UserError(
@@ -104,6 +101,16 @@ def restore_part(path: Path, key: str, template: Any) -> tuple[Any, dict]:
             " start from a run with the same policy_hidden and value_hidden"
         )
     return state, record
+
+
+def read_entry(path: Path, key: str) -> tuple[Any, dict]:
+    """Entry `key` of a checkpoint's state as plain nested dicts of arrays (no template), and its meta record:
+    for readers that need a part of it, such as the policy (`metaworld_x.policy.from_checkpoint`)."""
+    payload, record = _verified_payload(path)
+    entries = _fitted(path, lambda: serialization.msgpack_restore(payload))
+    if not isinstance(entries, dict) or key not in entries:
+        raise UserError(f"checkpoint {path} holds no {key!r} state; it was not written by this trainer")
+    return entries[key], record
 
 
 def _verified_payload(path: Path) -> tuple[bytes, dict]:

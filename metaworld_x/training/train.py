@@ -16,6 +16,7 @@ import numpy as np
 from brax.training.acme import running_statistics, specs
 
 from metaworld_x.errors import UserError
+from metaworld_x.machine import describe_machine
 from metaworld_x.training import checkpoint, warm_start
 from metaworld_x.training.collect import EpisodeTracker, make_loop_collector, make_scan_collector
 from metaworld_x.training.config import PPOConfig
@@ -50,6 +51,7 @@ def make_train(
     extra_meta: dict | None = None,
     init_from: Path | None = None,
     stop_at: float | None = None,
+    started_at: float | None = None,
 ) -> Callable[[jax.Array], TrainResult]:
     """Build the training function.
 
@@ -66,6 +68,10 @@ def make_train(
         with `resume` takes precedence, so a killed fine-tune resumes where it stopped.
       stop_at: a `time.perf_counter()` deadline: the first iteration that ends after it is the last, with a
         checkpoint, so a run given minutes stops cleanly and `resume` continues it.
+      started_at: the `time.perf_counter()` at which the command began. Every iteration then logs
+        `perf/setup_s`, the seconds spent before the training loop (imports, building the environments, the
+        first compilations), summed over a resumed run's commands, so that `perf/wall_clock_s + perf/setup_s`
+        is the wall clock from the command's start (scripts/time_to_goal.py).
     """
     mesh = make_mesh(config.num_devices)
     config.check_devices(mesh.size)
@@ -170,7 +176,8 @@ def make_train(
         elif config.normalize_observations:
             state, env_state, tracker = warm_up_statistics(state, env_state, tracker, key)
         log = RunLog(run_dir, resume_step=resumed_from, tensorboard=tensorboard) if run_dir else None
-        meta = {"config": _config_record(config), **(extra_meta or {})}
+        # the machine, so that a wall clock read from the run later (scripts/time_to_goal.py) names where it ran
+        meta = {"config": _config_record(config), "machine": describe_machine(), **(extra_meta or {})}
         state = jax.device_put(state, replicated(mesh))
         env_state, tracker = place_simulations(env_state, tracker)
         rollbacks: list[str] = []
@@ -179,6 +186,9 @@ def make_train(
         t_last = t_start = time.perf_counter()
         history = log.history() if log is not None else []
         elapsed_before = history[-1].get("perf/wall_clock_s", 0.0) if history else 0.0
+        setup_s = None
+        if started_at is not None:
+            setup_s = t_start - started_at + (history[-1].get("perf/setup_s", 0.0) if history else 0.0)
         while int(state.iteration) < config.num_iterations:
             key_collect = jax.random.fold_in(state.key, 1)
             t_collect = time.perf_counter()
@@ -217,6 +227,8 @@ def make_train(
             scalars["perf/collect_s"] = t_update - t_collect
             scalars["perf/update_s"] = now - t_update
             scalars["perf/wall_clock_s"] = now - t_start + elapsed_before
+            if setup_s is not None:
+                scalars["perf/setup_s"] = setup_s
             t_last = now
             if float(tracker.ended_count) > 0:
                 scalars["episode/return"] = float(tracker.ended_return / tracker.ended_count)
