@@ -69,7 +69,7 @@ def from_checkpoint(path: Path) -> PolicyParams:
 
     training, _ = checkpoint.read_entry(path, "training")
     try:
-        normalizer = training["normalizer"]
+        normalizer = training["normalizer"]  # a plain dict here; from_training reads its fields as attributes
         return from_training(training["params"]["policy"], SimpleNamespace(**normalizer) if normalizer else None)
     except (KeyError, TypeError) as error:
         raise UserError(f"checkpoint {path} holds no policy network ({error!r} missing); it was not written by"

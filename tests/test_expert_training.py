@@ -85,3 +85,17 @@ def test_the_periodic_evaluation_runs_whole_episodes_so_that_success_can_be_reac
     assert expert_spec("carry", num_envs=8).ppo.eval_steps == EXPERTS["carry"].ppo.eval_steps
     with pytest.raises(UserError, match="episode_length instead of eval_steps"):
         expert_spec("walk", eval_steps=100)
+
+
+def test_the_train_command_passes_its_overrides_to_the_run_and_counts_its_setup(tmp_path):
+    from metaworld_x.cli.train import TrainExpert
+
+    TrainExpert(skill="walk", num_envs=8, unroll_length=4, num_minibatches=2, total_env_steps=8 * 4 * 2,
+                eval_every=0, run_dir=tmp_path / "run", ship=False).run()
+    meta = checkpoint.read_meta(checkpoint.latest(tmp_path / "run" / "checkpoints"))
+    config = meta["config"]
+    assert (config["num_envs"], config["unroll_length"], config["num_minibatches"]) == (8, 4, 2)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [row["env_steps"] for row in rows] == [32, 64]
+    # the command's imports and set-up came before the loop's first iteration
+    assert all(row["perf/setup_s"] > 0 for row in rows) and rows[0]["perf/setup_s"] == rows[1]["perf/setup_s"]
