@@ -10,11 +10,12 @@
 #   5. scripts/bench_env.py's mjx rows;
 #   6. the MJX tests.
 #
-#   bash scripts/gpu_checks.sh OUT_DIR [ENVS] [MINIBATCHES]
+#   bash scripts/gpu_checks.sh OUT_DIR [ENVS] [MINIBATCHES] [UNROLL]
 #
 # ENVS and MINIBATCHES default to 2048 and 16: the spec's minibatch of 2,560 samples, and on one H200 (4 Dec
 # 2026) the walk spec met its goals after 8.2M steps at 2048 worlds, where 4096 worlds learn about half as fast
-# per sample (README, Performance).
+# per sample (README, Performance). UNROLL (default: the spec's 20) sets the walk run's steps per simulation per
+# iteration: 4096 worlds x 10 steps keeps an iteration's 40,960 samples.
 # Each stage runs under its own time limit (seconds, overridable through
 # LIMIT_<STAGE>) and writes OUT_DIR/<stage>.log; a stage that fails or runs out
 # of time does not stop the next. OUT_DIR/stages.txt lists each stage's exit
@@ -24,9 +25,10 @@
 # only a few files. WALK_STEPS overrides the walk run's step budget, GOAL_FROM_STEP the first checkpoint
 # that time_to_goal evaluates.
 set -u
-out=${1:?usage: gpu_checks.sh OUT_DIR [ENVS] [MINIBATCHES]}
+out=${1:?usage: gpu_checks.sh OUT_DIR [ENVS] [MINIBATCHES] [UNROLL]}
 envs=${2:-2048}
 minibatches=${3:-16}  # 2048 worlds x 20 steps / 16 = 2560 samples per minibatch, as the spec's 1024 / 8
+unroll=${4:-}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 # the scripts import metaworld_x from this checkout, installed or not (a lent machine gets the tree, not a wheel)
@@ -56,7 +58,7 @@ stage info "${LIMIT_INFO:-60}" bash -c "nvidia-smi; python3 -m metaworld_x.cli i
 
 stage walk "${LIMIT_WALK:-420}" python3 -m metaworld_x.cli train expert walk --backend mjx \
   --num-envs "$envs" --num-minibatches "$minibatches" --eval-every 0 --no-ship --max-minutes "${WALK_MINUTES:-6}" \
-  --total-env-steps "${WALK_STEPS:-60000000}" --run-dir "$runs/walk"
+  --total-env-steps "${WALK_STEPS:-60000000}" ${unroll:+--unroll-length "$unroll"} --run-dir "$runs/walk"
 # the run's scalars (throughput per iteration, returns, λ, setup time) without the checkpoints
 mkdir -p "$out/walk_mjx" && cp "$runs"/walk/*.jsonl "$runs"/walk/curve.png "$out/walk_mjx/" 2>/dev/null
 pack
