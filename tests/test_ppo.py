@@ -121,6 +121,18 @@ def test_multiplier_rises_when_violated_and_falls_to_zero_when_slack():
     assert float(multiplier) == 0.0
 
 
+def test_a_floor_under_the_multiplier_holds_it_there_when_slack_and_lets_it_rise():
+    config = ConstraintConfig(budget=0.05, multiplier_lr=1.0, min_multiplier=0.5)
+    multiplier = jnp.asarray(1.0)
+    for _ in range(100):
+        multiplier = update_multiplier(config, multiplier, jnp.asarray(0.01))
+    assert float(multiplier) == 0.5
+    multiplier = update_multiplier(config, multiplier, jnp.asarray(0.15))
+    assert float(multiplier) == pytest.approx(0.6)
+    with pytest.raises(UserError, match="min_multiplier <= initial_multiplier"):
+        ConstraintConfig(min_multiplier=2.0, initial_multiplier=1.0)
+
+
 def test_impossible_batch_settings_say_what_to_change():
     with pytest.raises(UserError, match="num_minibatches=8"):
         PPOConfig(num_envs=1000, num_minibatches=7)
@@ -450,6 +462,13 @@ def test_a_checkpoint_from_before_a_setting_existed_resumes_only_at_its_default(
     _check_same_config(older, SMALL, Path("old"))  # it ran at the default, as SMALL does
     with pytest.raises(UserError, match="different config.*freeze_statistics"):
         _check_same_config(older, dataclasses.replace(SMALL, freeze_statistics=True), Path("old"))
+    # a setting added inside a nested config (the constraint's floor under λ) likewise
+    record = _config_record(SMALL)
+    older = {"config": {**record, "constraint": {k: v for k, v in record["constraint"].items() if k != "min_multiplier"}}}
+    _check_same_config(older, SMALL, Path("old"))
+    floored = dataclasses.replace(SMALL, constraint=dataclasses.replace(SMALL.constraint, min_multiplier=0.5))
+    with pytest.raises(UserError, match="different config.*constraint"):
+        _check_same_config(older, floored, Path("old"))
 
 
 def test_nan_guard_rolls_back_and_names_the_term(tmp_path):

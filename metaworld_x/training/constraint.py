@@ -27,6 +27,10 @@ class ConstraintConfig:
     """λ at the start of training."""
     max_multiplier: float = 100.0
     """Upper bound on λ, so one bad batch cannot make the task reward irrelevant for ever."""
+    min_multiplier: float = 0.0
+    """Lower bound on λ. The failure charge is a cost, so it weighs λ times: where the tracking constraint goes
+    slack and λ reaches 0, falling is no longer charged beyond the reward it forgoes. Sit and reach_one_hand,
+    resumed until λ reached 0, began to fall (experts/README.md); a floor keeps the charge. 0: plain dual ascent."""
     imitation_bonus: float = 0.5
     """In lagrangian mode, weight of the dense imitation reward added to the task reward (a shaping that
     makes the constraint reachable early; the constraint itself is on the tracking error)."""
@@ -47,8 +51,9 @@ class ConstraintConfig:
             raise UserError(f"constraint mode must be 'lagrangian' or 'fixed', not {self.mode!r}")
         if self.budget <= 0:
             raise UserError(f"constraint budget must be a positive error in metres, not {self.budget}")
-        if self.initial_multiplier < 0 or self.max_multiplier < self.initial_multiplier:
-            raise UserError("need 0 <= initial_multiplier <= max_multiplier")
+        if not 0 <= self.min_multiplier <= self.initial_multiplier <= self.max_multiplier:
+            raise UserError("need 0 <= min_multiplier <= initial_multiplier <= max_multiplier, got "
+                            f"{self.min_multiplier}, {self.initial_multiplier}, {self.max_multiplier}")
         if self.failure_error < 0:
             raise UserError(f"failure_error is a tracking error in metres and cannot be negative, not {self.failure_error}")
 
@@ -77,8 +82,8 @@ def combine_advantages(config: ConstraintConfig, reward_advantage, cost_advantag
 
 
 def update_multiplier(config: ConstraintConfig, multiplier, measured_error):
-    """Dual ascent: λ rises while the error exceeds the budget, falls towards 0 when slack."""
+    """Dual ascent: λ rises while the error exceeds the budget, falls towards min_multiplier (0) when slack."""
     if config.mode == "fixed":
         return multiplier
     step = config.multiplier_lr * (measured_error - config.budget)
-    return jnp.clip(multiplier + step, 0.0, config.max_multiplier)
+    return jnp.clip(multiplier + step, config.min_multiplier, config.max_multiplier)

@@ -6,7 +6,7 @@ rollback, evaluation, checkpoints that resume exactly, and the run's log.
 """
 
 import time
-from dataclasses import MISSING, asdict, dataclass, fields, replace
+from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -263,18 +263,31 @@ def _config_record(config: PPOConfig) -> dict:
 
 
 def _check_same_config(meta: dict, config: PPOConfig, path: Path) -> None:
-    saved = meta.get("config", {})
+    saved = _with_defaults(meta.get("config", {}), PPOConfig)
     current = _config_record(config)
     ignored = {"total_env_steps", "eval_every", "checkpoint_every", "num_eval_envs", "eval_steps"}
-    # a setting added since the checkpoint was written ran at its default there
-    defaults = {f.name: f.default for f in fields(PPOConfig) if f.default is not MISSING}
-    differ = sorted(k for k in current if k not in ignored
-                    and _jsonable(saved.get(k, defaults.get(k))) != _jsonable(current[k]))
+    differ = sorted(k for k in current if k not in ignored and _jsonable(saved.get(k)) != _jsonable(current[k]))
     if differ:
         raise UserError(
             f"checkpoint {path} was written with a different config ({', '.join(differ)});"
             " resume with the same settings or start a new run directory"
         )
+
+
+def _with_defaults(saved: dict, cls) -> dict:
+    """A config record with the settings added to `cls` since it was written at their defaults, where that run
+    ran them (nested configs, such as the constraint's, too)."""
+    filled = dict(saved)
+    for f in fields(cls):
+        if f.default is not MISSING:
+            filled.setdefault(f.name, f.default)
+        elif f.default_factory is not MISSING:
+            default = f.default_factory()
+            if is_dataclass(default):
+                filled[f.name] = _with_defaults(saved.get(f.name) or {}, type(default))
+            else:
+                filled.setdefault(f.name, default)
+    return filled
 
 
 def _jsonable(value):
