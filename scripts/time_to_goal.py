@@ -121,6 +121,7 @@ def main(args: Args) -> None:
           f"({_minutes(loop)} min in the training loop); "
           + ("every later one meets them too" if steady else "a later one misses again"))
 
+
 if __name__ == "__main__":
     try:
         main(tyro.cli(Args))
