@@ -15,7 +15,6 @@ impossible); tracking error; task return per 1000 steps; the goals missed. The l
 checkpoint that meets every goal, and whether every later one does too.
 """
 
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from metaworld_x.expert_training import evaluate_expert
 from metaworld_x.machine import describe_machine
 from metaworld_x.policy import from_checkpoint, save_policy
 from metaworld_x.training import checkpoint
-from metaworld_x.training.runlog import HISTORY_FILE
+from metaworld_x.training.runlog import read_history
 
 
 @dataclass(frozen=True)
@@ -86,9 +85,7 @@ def _starts(metrics: dict) -> str:
 
 def main(args: Args) -> None:
     paths = checkpoints(args.run_dir, args.from_step)
-    history_file = args.run_dir / HISTORY_FILE
-    history = [json.loads(line) for line in history_file.read_text().splitlines() if line.strip()] \
-        if history_file.is_file() else []
+    history = read_history(args.run_dir)
     meta = checkpoint.read_meta(paths[-1])
     skill = meta.get("expert", {}).get("skill")
     if skill is None:

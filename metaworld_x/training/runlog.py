@@ -13,6 +13,14 @@ from metaworld_x.atomic import save_figure, write_text
 HISTORY_FILE = "metrics.jsonl"
 
 
+def read_history(run_dir: Path) -> list[dict]:
+    """A run's metrics.jsonl rows, oldest first ([] before its first iteration), without opening it for writing."""
+    path = Path(run_dir) / HISTORY_FILE
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 class RunLog:
     def __init__(self, run_dir: Path, resume_step: int | None = None, tensorboard: bool = True):
         self.run_dir = Path(run_dir)
@@ -41,10 +49,7 @@ class RunLog:
                 self._writer.add_scalar(name, float(value), int(env_steps))
 
     def history(self) -> list[dict]:
-        if not self.history_path.is_file():
-            return []
-        lines = self.history_path.read_text().splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        return read_history(self.run_dir)
 
     def close(self) -> None:
         if self._writer is not None:
