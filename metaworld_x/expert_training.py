@@ -76,6 +76,11 @@ def _with_tracking(task, **fields):
     return replace(task, config=replace(task.config, **fields))
 
 
+# Episodes from the home pose with the clip re-anchored onto the robot at every step, as a router runs an expert,
+# whichever anchoring the expert trained with (`TrackingConfig.home_anchor`).
+AS_A_ROUTER_STARTS = {"home_start_fraction": 1.0, "handover_start_fraction": 0.0, "home_anchor": "every_step"}
+
+
 def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bool = True,
                 initialised_from: Path | None = None) -> Path:
     """Write the trained expert to experts/<skill>/ (or out_dir), replacing an older one atomically.
@@ -139,7 +144,8 @@ def load_expert(directory: Path):
 def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int = 0, episodes: int = EVAL_EPISODES,
                     steps: int | None = None) -> dict:
     """Success over `episodes` seeded episodes started on the clip, keypoint error, task return and falls; and the
-    same from the scene's home pose under "from_home" (and from `handover_clip`'s states under "from_handover",
+    same from the scene's home pose under "from_home", the clip re-anchored onto the robot at every step as a
+    router runs the expert (`AS_A_ROUTER_STARTS`), whatever anchoring it trained with (and from `handover_clip`'s states under "from_handover",
     for an expert trained to take over from another), or, where the expert's task cannot start there (its props
     come from the clip), from the clip's first frame under "from_start".
 
@@ -158,8 +164,7 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
         task = _with_tracking(task, episode_length=steps)
     metrics = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0, handover_start_fraction=0.0)
     if task.config.home_starts_possible:
-        metrics["from_home"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=1.0,
-                                         handover_start_fraction=0.0)
+        metrics["from_home"] = _evaluate(params, spec, task, seed, episodes, **AS_A_ROUTER_STARTS)
     if task.config.handover_start_fraction > 0:
         metrics["from_handover"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0,
                                              handover_start_fraction=1.0)
@@ -231,7 +236,7 @@ def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int | None 
     params, _ = load_expert(directory)
     task = expert_task(spec)
     if task.config.home_start_fraction > 0:
-        task = _with_tracking(task, home_start_fraction=1.0, handover_start_fraction=0.0)
+        task = _with_tracking(task, **AS_A_ROUTER_STARTS)
         steps = steps or min(task.config.episode_length, HOME_GIF_STEPS)
     steps = steps or GIF_STEPS
     env = make_env(task, 1, "cpu")

@@ -128,6 +128,47 @@ def test_a_home_start_episode_sees_what_the_router_shows_the_expert_at_every_ste
     _matches_the_router_for_six_steps(task, SkillObservation("walk", task, "scene"))
 
 
+def test_a_home_start_anchored_once_keeps_its_clip_where_it_began_while_the_robot_moves_off_it():
+    """home_anchor "once": the clip is moved once onto the home pose, then stays; a robot that drifts is off it."""
+    once, every = (_walk(home_start_fraction=1.0, reset_noise=0.0, home_anchor=a) for a in ("once", "every_step"))
+    env = make_env(once, 2, "cpu", nthread=1)
+    state = env.reset(jax.random.PRNGKey(0))
+    frames = jax.vmap(once._frame)(state.data.view, state.info)
+    np.testing.assert_allclose(np.asarray(ground_pose(frames.root_pos, frames.root_quat)),
+                               np.asarray(ground_pose(state.data.view.root_pos, state.data.view.root_quat)), atol=1e-5)
+    rng = np.random.default_rng(0)
+    for _ in range(25):
+        state = env.step(state, jnp.asarray(rng.uniform(-0.3, 0.3, (2, env.action_size)), jnp.float32))
+    assert not np.any(np.asarray(state.info["step"]) == 0), "an episode ended; the comparison needs live ones"
+    view, info = state.data.view, state.info
+    source, destination = once._home_anchor
+    for i in range(2):
+        clip = frame_at(once.reference, 0, float(info["ref_time"][i]))
+        expected = moved_on_ground(clip, jnp.asarray(source), jnp.asarray(destination))
+        got = once._frame(jax.tree.map(lambda a: a[i], view), jax.tree.map(lambda a: a[i], info))
+        np.testing.assert_allclose(np.asarray(got.keypoint_pos), np.asarray(expected.keypoint_pos), atol=1e-5)
+    # where the robot has got to now counts: the re-anchored clip follows its root, the anchored-once one does not
+    follows = jax.vmap(every._frame)(view, info)
+    robot_xy = np.asarray(view.root_pos[:, :2])
+    assert np.abs(np.asarray(follows.root_pos[:, :2]) - robot_xy).max() < 1e-5
+    kept = jax.vmap(once._frame)(view, info)
+    assert np.linalg.norm(np.asarray(kept.root_pos[:, :2]) - robot_xy, axis=-1).min() > 1e-3
+    errors_once = np.asarray(jax.vmap(once.keypoint_errors)(view, info)).mean()
+    errors_every = np.asarray(jax.vmap(every.keypoint_errors)(view, info)).mean()
+    assert errors_once > errors_every
+
+
+def test_the_crawl_clip_anchored_once_stands_where_the_clip_is_and_a_bad_anchoring_is_refused():
+    """The crawl clip faces forward from the origin at its home start time 0, where the home pose stands: anchored
+    once, a home start's clip is the clip where it is, as a clip start at 0 s follows it."""
+    task = expert_task(expert_spec("crawl"))
+    once = Tracking(with_overrides(task.config, {"home_anchor": "once"}), objective=task.objective)
+    source, destination = once._home_anchor
+    np.testing.assert_allclose(source, destination, atol=0.01)
+    with pytest.raises(UserError, match="home_anchor"):
+        with_overrides(task.config, {"home_anchor": "sideways"})
+
+
 def _pickup_carry(**tracking) -> Tracking:
     """Tracking of pickup_carry (squat, pick the box up off the floor, carry it, set it down) as a carry expert
     that a router can start from home trains on it: the box where the clip has it, home starts at its t = 0."""
