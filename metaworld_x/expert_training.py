@@ -145,9 +145,9 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
                     steps: int | None = None) -> dict:
     """Success over `episodes` seeded episodes started on the clip, keypoint error, task return and falls; and the
     same from the scene's home pose under "from_home", the clip re-anchored onto the robot at every step as a
-    router runs the expert (`AS_A_ROUTER_STARTS`), whatever anchoring it trained with (and from `handover_clip`'s states under "from_handover",
-    for an expert trained to take over from another), or, where the expert's task cannot start there (its props
-    come from the clip), from the clip's first frame under "from_start".
+    router runs the expert (`AS_A_ROUTER_STARTS`), whatever anchoring it trained with (and from `handover_clip`'s
+    states under "from_handover", for an expert trained to take over from another), or, where the expert's task
+    cannot start there (its props come from the clip), from the clip's first frame under "from_start".
 
     Most episodes on the clip start at a random time, and a late start in a prop task begins with part of the
     task done (past the door, the box near the marker): "from_start" is the whole task, as a router meets it.
