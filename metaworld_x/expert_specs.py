@@ -67,12 +67,19 @@ class ExpertSpec:
     """Successes out of 10 evaluation episodes the expert must reach (locomotion 10, manipulation 9)."""
     return_goal: float | None = None
     """Task return per 1000 steps it must exceed: HumanoidBench's success bar where one exists."""
+    eval_episode_length: int | None = None
+    """Steps per episode of `eval expert` (and of the goals in metrics.json); None: the training episode length.
+    HumanoidBench's bars are on 1000-step episodes, as long as a router runs an expert; an expert that trains on
+    shorter ones to see its hard part more often (crawl's get-down) is judged on the bar's own length."""
 
     def __post_init__(self):
         # The periodic evaluation during training runs whole episodes, as `eval expert` does: success is decided at
         # an episode's end, so a shorter one never succeeds (run, sit and carry logged 0 % throughout).
         length = self.tracking.get("episode_length", DEFAULT_EPISODE_LENGTH)
         object.__setattr__(self, "ppo", replace(self.ppo, eval_steps=length))
+        if self.eval_episode_length is not None and self.eval_episode_length < 1:
+            raise UserError(f"eval_episode_length must be at least 1 step (or None for the training length), got"
+                            f" {self.eval_episode_length}")
 
     def shortfalls(self, metrics: dict) -> list[str]:
         """The quality goals a `evaluate_expert` result misses, each as one phrase (empty: all met)."""

@@ -151,13 +151,14 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
 
     Most episodes on the clip start at a random time, and a late start in a prop task begins with part of the
     task done (past the door, the box near the marker): "from_start" is the whole task, as a router meets it.
-    `steps`: episode length; default the spec's. A router runs its experts for 1000 steps, often longer than
-    they trained; the success bar scales with the length.
+    `steps`: episode length; default the spec's `eval_episode_length`, else its training one. A router runs its
+    experts for 1000 steps, often longer than they trained; the success bar scales with the length.
     """
     directory = Path(directory)
     params, policy_spec = load_expert(directory)
     spec = spec or expert_spec(policy_spec["skill"])
     task = expert_task(spec)
+    steps = spec.eval_episode_length if steps is None else steps
     if steps is not None:
         if steps < 1:
             raise UserError(f"episode length must be at least 1 step, got {steps}")

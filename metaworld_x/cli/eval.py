@@ -20,8 +20,8 @@ class EvalExpert:
     """Episodes per evaluation. The shipped figures and goals use 10; more tell apart experts that fall a few
     percent of the time, which 10 cannot (goals scale: 9/10 is 18/20)."""
     steps: int | None = None
-    """Steps per episode; default the expert's training episode length. A router runs its experts for 1000 steps
-    (20 s): `--steps 1000` asks whether the expert holds up that long."""
+    """Steps per episode; default the expert's evaluation length (its spec's, else its training episode's). A
+    router runs its experts for 1000 steps (20 s): `--steps 1000` asks whether the expert holds up that long."""
     expert_dir: Path | None = None
     """The expert's folder; default experts/<skill>."""
     json_out: Path | None = None
