@@ -169,7 +169,9 @@ EXPERTS: dict[str, ExpertSpec] = {
         # crawl-cycle expert in two stages (experts/README.md): 1000-step episodes with starts in the clip's first
         # 6 s, then, because there the get-down was under a tenth of the data, 300-step episodes with starts in its
         # first 4 s; half of the starts from home throughout. The fresh critics train alone first
-        # (critic_warmup_iterations).
+        # (critic_warmup_iterations). With home starts anchored once (home_anchor), a fine-tune from this folder
+        # and a run from scratch (12.6M steps) both fell in every get-down from the clip's first frame: from 1.0 s
+        # to 1.7 s the clip dives onto the hands on one foot (session 32, experts/README.md).
         ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl_get_down",), "crawl",
                    tracking={"face_forward": True, "action_scale": 1.1, "home_start_fraction": 0.5, "start_window": 4.0,
                              "home_start_time": 0.0, "episode_length": 300},
