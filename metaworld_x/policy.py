@@ -7,6 +7,7 @@ same computation as an ONNX graph.
 """
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import jax
@@ -44,11 +45,13 @@ def act(params: PolicyParams, obs: jax.Array) -> jax.Array:
 
 
 def from_training(policy_params, normalizer, obs_key: str = "state") -> PolicyParams:
-    """Convert brax MLP parameters and running statistics into PolicyParams."""
+    """Convert brax MLP parameters and running statistics into PolicyParams. `normalizer`: brax's running
+    statistics, the same fields as a mapping (a checkpoint read back), or None for none."""
     layers = policy_params["params"]
     names = sorted(layers, key=lambda n: int(n.rsplit("_", 1)[1]))
-    if normalizer is not None and hasattr(normalizer, "mean"):
-        mean, std = normalizer.mean[obs_key], normalizer.std[obs_key]
+    statistics = normalizer if isinstance(normalizer, Mapping) else vars(normalizer) if normalizer is not None else {}
+    if "mean" in statistics:
+        mean, std = statistics["mean"][obs_key], statistics["std"][obs_key]
     else:
         size = layers[names[0]]["kernel"].shape[0]
         mean, std = jnp.zeros(size), jnp.ones(size)
@@ -63,14 +66,11 @@ def from_training(policy_params, normalizer, obs_key: str = "state") -> PolicyPa
 def from_checkpoint(path: Path) -> PolicyParams:
     """The policy of a training checkpoint (`runs/SKILL/checkpoints/step_N`): its network and input statistics,
     as `ship_expert` would export them, without the optimiser, critics or environments."""
-    from types import SimpleNamespace
-
     from metaworld_x.training import checkpoint
 
     training, _ = checkpoint.read_entry(path, "training")
     try:
-        normalizer = training["normalizer"]  # a plain dict here; from_training reads its fields as attributes
-        return from_training(training["params"]["policy"], SimpleNamespace(**normalizer) if normalizer else None)
+        return from_training(training["params"]["policy"], training["normalizer"])
     except (KeyError, TypeError) as error:
         raise UserError(f"checkpoint {path} holds no policy network ({error!r} missing); it was not written by"
                         " `metaworld-x train expert`") from None
