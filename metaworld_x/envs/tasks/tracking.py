@@ -123,9 +123,9 @@ class TrackingConfig(TaskConfig):
     """Where a home start's clip stands. every_step: re-anchored onto the robot's root at every step, as a router
     runs an expert, so that where the robot has got to never counts, only its pose, height and speed. once: moved
     once, rigidly, so that its home-start frame stands where the home pose does; from there the robot must keep to
-    it as a clip start must. The crawl's get-down stays put for 1.8 s under a task that pays for forward speed:
-    re-anchored, drifting forward there cost nothing in half of its episodes, and its clip starts then drifted
-    0.36 m and ended at the 0.5 m deviation limit (29 of 50 at seed 7, experts/README.md)."""
+    it as a clip start must. Re-anchored, a get-down that stays put under a task paying for forward speed (crawl's)
+    lets home starts drift forward for free while clip starts end at the deviation limit; anchored once, both kinds
+    of start ask the same (experts/README.md, session 32)."""
     future_steps: tuple[int, ...] = (1, 5)
     """Control steps ahead of each reference frame in the observation."""
     joint_pos_k: float = 10.0
