@@ -118,7 +118,8 @@ class TrackingConfig(TaskConfig):
     so home starts there had to stand still into a 3 m/s reference and ended in 29 steps."""
     home_start_fraction: float = 0.0
     """Share of episodes that start from the scene's home pose at rest, on the first clip at the time whose pose is
-    closest to home, the clip re-anchored onto the robot's root every step: how a router runs an expert."""
+    closest to home, the clip placed as `home_anchor` says (by default re-anchored onto the robot's root every
+    step: how a router runs an expert)."""
     home_anchor: Literal["every_step", "once"] = "every_step"
     """Where a home start's clip stands. every_step: re-anchored onto the robot's root at every step, as a router
     runs an expert, so that where the robot has got to never counts, only its pose, height and speed. once: moved
@@ -533,15 +534,20 @@ class Tracking(Task):
         return closest_frame_time(self.reference, home_joints, 0)
 
     @cached_property
+    def _home_qpos(self) -> np.ndarray:
+        """The scene's home keyframe (robot first), where home and handover starts put the robot; compiled once."""
+        return self.build_model().key_qpos[0].copy()
+
+    @cached_property
     def _home_start(self) -> float:
         """Where a home start begins the first clip (the only one home starts use), for the scene's home pose."""
-        return self.home_start_time(self.build_model().key_qpos[0][7 : 7 + len(JOINT_NAMES)])
+        return self.home_start_time(self._home_qpos[7 : 7 + len(JOINT_NAMES)])
 
     @cached_property
     def _home_anchor(self) -> tuple[np.ndarray, np.ndarray]:
         """(source, destination) ground poses [3] of home_anchor "once": the first clip's at the home start time,
         and the home pose's, where home and handover starts put the robot (before reset noise)."""
-        key = self.build_model().key_qpos[0]
+        key = self._home_qpos
         with jax.ensure_compile_time_eval():  # constants, though first asked for while a step is traced
             frame = frame_at(self.reference, 0, jnp.float32(self._home_start))
             poses = ground_pose(frame.root_pos, frame.root_quat), ground_pose(jnp.asarray(key[:3]), jnp.asarray(key[3:7]))
