@@ -8,7 +8,12 @@ from scipy.spatial.transform import Rotation
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import read_clip
 from metaworld_x.motion.ik import home_qpos
-from metaworld_x.motion.support import SupportTrace, lowest_points, polygon_margin, support_trace
+from metaworld_x.motion.support import (
+    SupportTrace,
+    lowest_points,
+    polygon_margin,
+    support_trace,
+)
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.robot import robot_spec
 from metaworld_x.robot.constants import HOME_ROOT_HEIGHT
@@ -36,7 +41,7 @@ def test_a_support_without_area_has_no_inside():
     assert polygon_margin(np.array([[1.0, 1.0]]), np.array([1.0, 2.0])) == pytest.approx(-1.0)
 
 
-def test_lowest_points_match_mujocos_distance_to_a_floor(model):
+def test_lowest_points_match_mujocos_distance_to_a_floor():
     """The hand-made geometry (capsule caps, sphere bottoms, box corners) against MuJoCo's own geom distance."""
     spec = robot_spec("h1")
     spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1])
@@ -56,7 +61,7 @@ def test_lowest_points_match_mujocos_distance_to_a_floor(model):
             assert lowest_points(floored, data, [geom])[:, 2].min() == pytest.approx(distance, abs=1e-6)
 
 
-def test_other_geom_kinds_are_refused(model):
+def test_other_geom_kinds_are_refused():
     spec = robot_spec("h1")
     spec.body("pelvis").add_geom(name="can", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[0.05, 0.1, 0])
     odd = spec.compile()
