@@ -125,8 +125,11 @@ EXPERTS: dict[str, ExpertSpec] = {
         # the first clip while it stepped and held a foot up (session 26); that clip is now quiet standing.
         # From scratch, 6.0M steps each (session 29): without the failure charge, evaluation episodes lasted
         # 23-36 steps at 2-3M steps and the end scored 0/10 from the clips (10 falls) and 5/10 from carry's
-        # set-down; with it, 8/10 from the clips (2 falls), 10/10 from home and 10/10 from the set-down. The
-        # shipped expert is a fine-tune chain (experts/README.md).
+        # set-down; with it, 8/10 from the clips (2 falls), 10/10 from home and 10/10 from the set-down. With λ kept
+        # at 2 or more (session 33), 12.0M steps from scratch still gave 8/10 from the clips: stand_2 holds the
+        # right hand up at the head, and that policy lowered it after the 0.85 s clip ended (all 11 of its starts
+        # over 30 at seed 7). Without stand_2, 12.0M gave 8/10 with the arms swinging off the clip. The shipped
+        # expert is a fine-tune chain (experts/README.md).
         ExpertSpec("stand", "stand still, upright, on the spot", ("stand", "stand_2"), "stand",
                    tracking={**HOME_STARTS, **CARRY_HANDOVER, "episode_length": 1000}, return_goal=800.0,
                    ppo=_ppo(6_000_000, budget=0.06, critic_warmup_iterations=30)),
