@@ -333,6 +333,10 @@ def test_cli_list_report_shows_every_clip():
     for path in MOTIONS_DIR.glob("*.npz"):
         assert path.stem in result.stdout
     assert "skating" in result.stdout and "INVALID" not in result.stdout
+    # what the poses stand on (motion/support.py): quiet standing is always on its feet; the crawl cycle floats
+    cells = {line.split()[0]: line.split() for line in result.stdout.splitlines()[1:]}
+    airborne = {name: cells[name][11] for name in ("stand", "crawl")}  # clip, skill, source, frames, s, 6 quality
+    assert airborne["stand"] == "0%" and int(airborne["crawl"].rstrip("%")) > 30, airborne
 
 
 def test_cli_retarget_writes_a_loadable_clip(shared, tmp_path):
