@@ -153,3 +153,81 @@ def test_the_ik_balance_task_keeps_the_centre_of_mass_over_the_soles_when_the_ha
         soles = np.mean([data.site(f"{side}_foot").xpos for side in SIDES], axis=0)
         ahead[cost] = data.subtree_com[model.body("pelvis").id][0] - soles[0]
     assert ahead[0.0] > 0.1 and abs(ahead[10.0]) < 0.03, ahead  # the toes are 0.1 m ahead of the soles
+
+
+def _paddle_tilt_and_lurch(clip) -> tuple[float, float, float]:
+    """(mean and largest angle, degrees, between a forearm's y axis, its paddle's normal, and the box's y axis from
+    the lift on; the pelvis's largest move in one frame, m)."""
+    model = robot_spec("h1").compile()
+    data = mujoco.MjData(model)
+    box = held_object(clip)
+    box_y = Rotation.from_quat(box["object_quat"], scalar_first=True).as_matrix()[:, :, 1]
+    tilt = []
+    for frame in range(round(clip.info["grip"]["lift_s"] * clip.fps), clip.num_frames):
+        data.qpos[:3], data.qpos[3:7], data.qpos[7:26] = clip.root_pos[frame], clip.root_quat[frame], clip.joint_pos[frame]
+        mujoco.mj_kinematics(model, data)
+        for side in SIDES:
+            normal = data.body(f"{side}_elbow_link").xmat.reshape(3, 3)[:, 1]
+            tilt.append(np.degrees(np.arccos(min(1.0, abs(normal @ box_y[frame])))))
+    return float(np.mean(tilt)), float(np.max(tilt)), float(np.linalg.norm(np.diff(clip.root_pos, axis=0), axis=1).max())
+
+
+@pytest.mark.skipif(not (MOTIONS_DIR / "pickup_carry.npz").is_file(), reason="assets/motions/pickup_carry.npz is missing")
+@needs_clip
+def test_facing_and_smoothed_balance_lay_the_paddles_flat_and_stop_the_pelvis_lurching(gripped):
+    """Two defects of the shipped grip: the forearms' free roll lets the paddles meet the box's faces at up to 33°,
+    and the balance pull, switched with each step's double support, moves the pelvis up to 15.6 cm in one frame
+    as a foot lifts. The same clip made with the facing task and a smoothed balance weight has neither (not
+    shipped: the carry expert would need retraining on it; experts/README.md, session 34)."""
+    from metaworld_x.motion.lead_in import with_lead_in
+
+    shipped = _paddle_tilt_and_lurch(gripped[0])
+    assert shipped[1] > 25.0 and shipped[2] > 0.1, shipped
+    model = robot_spec("h1").compile()
+    led_in = with_lead_in(load_clip(MOTIONS_DIR / "pickup_carry.npz"), model=model)
+    remade = with_grip(led_in, model=model, config=GripConfig(facing_cost=0.1, balance_smoothing_s=0.25))
+    mean, largest, lurch = _paddle_tilt_and_lurch(remade)
+    assert mean < 8.0 and largest < 15.0 and lurch < 0.06, (mean, largest, lurch)
+    hands = np.stack([remade.keypoint(f"{side}_hand") for side in SIDES], axis=1)[round(remade.info["grip"]["lift_s"] * remade.fps):]
+    width = np.linalg.norm(hands[:, 0] - hands[:, 1], axis=-1)
+    assert np.abs(width - 2 * GripConfig().hand_offset).max() < 0.015, "the hands still squeeze the box"
+
+
+def test_the_ik_facing_task_lays_a_forearm_along_the_asked_direction_and_only_where_asked():
+    from metaworld_x.motion.ik import FrameTargets, IkConfig, PoseSolver, home_qpos
+    from metaworld_x.motion.transition import targets_from_poses
+
+    model = robot_spec("h1").compile()
+    data = mujoco.MjData(model)
+    targets = targets_from_poses(model, home_qpos(model)[None])
+    positions = {key: value[0].copy() for key, value in targets.positions.items()}
+    for side in SIDES:  # both hands forward at chest height, as round a carried box
+        positions[f"{side}_wrist"] += [0.35, 0.0, 0.25]
+        positions[f"{side}_elbow"] += [0.15, 0.0, 0.1]
+    across = np.array([0.0, 1.0, 0.0])
+    tilt = {}
+    for cost, weight in ((0.0, 1.0), (1.0, 1.0), (1.0, 0.0)):
+        frame = FrameTargets(positions=positions, pelvis_rot=targets.pelvis_rot[0], torso_rot=targets.torso_rot[0],
+                             foot_rot={side: value[0] for side, value in targets.foot_rot.items()}, pinned=(1.0, 1.0),
+                             hand_facing={side: weight * across for side in SIDES})
+        solver = PoseSolver(model, IkConfig(hand_facing_cost=cost))
+        for _ in range(20):
+            qpos = solver.solve(frame)
+        data.qpos[:] = qpos
+        mujoco.mj_kinematics(model, data)
+        tilt[cost, weight] = max(np.degrees(np.arccos(min(1.0, abs(data.body(f"{side}_elbow_link").xmat.reshape(3, 3)[:, 1] @ across))))
+                                 for side in SIDES)
+    assert tilt[1.0, 1.0] < 3.0 < tilt[0.0, 1.0], tilt
+    assert tilt[1.0, 0.0] == pytest.approx(tilt[0.0, 1.0], abs=0.5), "a zero-length direction leaves the forearm free"
+
+
+def test_the_balance_weight_follows_long_double_support_and_smooths_short_ones():
+    from metaworld_x.motion.ik import standing_weight
+
+    fps = 50
+    squat = np.ones((100, 2))
+    walk = np.ones((100, 2))
+    walk[np.arange(100) % 30 >= 6, 0] = 0.0  # the left foot swings 24 frames of every 30
+    weight = standing_weight(np.concatenate([squat, walk]), 0.25 * fps)
+    assert weight[:70].min() > 0.99, "held through a squat"
+    assert weight[130:].max() < 0.5 and np.abs(np.diff(weight)).max() < 0.05, "never switched on and off by a step"

@@ -66,9 +66,13 @@ def test_twist_yaw_is_the_heading_of_a_turned_and_pitched_body_up_to_a_pitch_pas
 
 
 def test_reanchoring_a_crawl_keeps_its_heading_when_the_pelvis_points_at_the_floor():
-    # crawl_get_down at 1.7 s: the pelvis's x axis points almost straight down (its heading flips there)
+    # crawl_get_down where the pelvis's x axis points most nearly straight down (its heading flips there)
     task = Tracking(TrackingConfig(clips=("crawl_get_down",), face_forward=True))
-    now = frame_at(task.reference, 0, 1.7)
+    x_axis_z = 2 * (np.asarray(task.reference.root_quat[0, :, 1]) * np.asarray(task.reference.root_quat[0, :, 3])
+                    - np.asarray(task.reference.root_quat[0, :, 0]) * np.asarray(task.reference.root_quat[0, :, 2]))
+    frame = int(np.argmin(x_axis_z[: int(3.0 / task.control_dt)]))
+    assert x_axis_z[frame] < -0.99
+    now = frame_at(task.reference, 0, frame * task.control_dt)
     tilt = jnp.asarray([np.cos(np.radians(2.5)), 0.0, -np.sin(np.radians(2.5)), 0.0])  # 5 degrees less pitch
     robot_quat = rotations.multiply(now.root_quat, tilt)
     moved = reanchor(now, now, now.root_pos, robot_quat)
@@ -160,11 +164,12 @@ def test_a_home_start_anchored_once_keeps_its_clip_where_it_began_while_the_robo
 
 def test_the_crawl_clip_anchored_once_stands_where_the_clip_is_and_a_bad_anchoring_is_refused():
     """The crawl clip faces forward from the origin at its home start time 0, where the home pose stands: anchored
-    once, a home start's clip is the clip where it is, as a clip start at 0 s follows it."""
+    once, a home start's clip is the clip where it is, as a clip start at 0 s follows it. Within a degree: its
+    simulated get-down ends a few centimetres to the side, and facing forward lines its whole travel up with +x."""
     task = expert_task(expert_spec("crawl"))
     once = Tracking(with_overrides(task.config, {"home_anchor": "once"}), objective=task.objective)
     source, destination = once._home_anchor
-    np.testing.assert_allclose(source, destination, atol=0.01)
+    np.testing.assert_allclose(source, destination, atol=0.02)
     with pytest.raises(UserError, match="home_anchor"):
         with_overrides(task.config, {"home_anchor": "sideways"})
 

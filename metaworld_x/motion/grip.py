@@ -87,6 +87,17 @@ class GripConfig:
     toes, a pose no policy can hold."""
     lift_threshold: float = 0.005
     """How far (m) the held box must rise above its rest for the lift to begin."""
+    facing_cost: float = 0.0
+    """The IK's pull of each paddle's face onto the box's (`IkConfig.hand_facing_cost`), ramped in with the grip.
+    The arm's four joints set the hand's place and leave the forearm's roll to the rest of the pose: the shipped
+    clip's paddles meet the box's faces at 14-19° on average (up to 33°), and its box starts up to 7.4 cm inside
+    them. At 0.1: 5-7° (up to 11°) and 3.9 cm, the hands 0.7 cm wider apart than asked; at 1.0 the paddles lie
+    flat (1°) but the hands end 6 cm too far apart to squeeze the box. Off until a carry expert is trained on the
+    clip it makes (experts/README.md, session 34)."""
+    balance_smoothing_s: float = 0.0
+    """`IkConfig.balance_smoothing_s` for the grip's IK. The shipped clip's balance pull comes and goes with each
+    step's double support, and its pelvis jumps up to 15.6 cm in a frame as a foot lifts; at 0.25 s, 5.5 cm at
+    most. Off until a carry expert is trained on the clip it makes (session 34)."""
 
     def __post_init__(self) -> None:
         if min(self.box_half_size) <= 0 or min(self.paddle_half_size) <= 0 or self.hand_radius < 0:
@@ -166,9 +177,12 @@ def with_grip(clip: Clip, *, model: mujoco.MjModel, config: GripConfig | None = 
             positions[f"{side}_{part}"] = positions[f"{side}_{part}"] + shift[:, i]
     source = SourceInfo(kind=clip.source, file=clip.source_file, licence=clip.licence, attribution=clip.attribution)
     retarget = poses_from_rest_config(clip.fps)
-    retarget = replace(retarget, ik=replace(retarget.ik, balance_cost=config.balance_cost))
-    result = solve_clip(replace(targets, positions=positions), clip.skill, model=model, config=retarget,
-                        source=source, info=clip.info, progress=progress)
+    retarget = replace(retarget, ik=replace(retarget.ik, balance_cost=config.balance_cost,
+                                            balance_smoothing_s=config.balance_smoothing_s,
+                                            hand_facing_cost=config.facing_cost))
+    facing = {side: weight * across for side in SIDES}  # the paddles' normals across the box, as the grip closes
+    result = solve_clip(replace(targets, positions=positions, hand_facing=facing), clip.skill, model=model,
+                        config=retarget, source=source, info=clip.info, progress=progress)
 
     # The hands hold the box `grip_height` above its centre. Where the IK, keeping the robot balanced, leaves them
     # higher than that above a box on the floor, the box rests higher: on a stand (`Carry.scene_along`). Where it

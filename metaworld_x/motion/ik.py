@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import mink
 import mujoco
 import numpy as np
+from scipy.ndimage import gaussian_filter1d
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.scaling import KEYPOINT_NAMES, ROBOT_FRAMES, SIDES
@@ -57,11 +58,20 @@ class IkConfig:
     False leaves it to `contact_cost` alone."""
     posture_cost: float = 0.02
     """Pull towards the home pose, which also picks one of several equal solutions."""
+    hand_facing_cost: float = 0.0
+    """Cost on each forearm's y axis (a paddle hand's face normal) lying along the frame's `hand_facing` direction,
+    where the targets give one (0: off). The H1's arm has four joints: the hand's place leaves the forearm's roll
+    free, so nothing else keeps a paddle flat on a box's face."""
     balance_cost: float = 0.0
     """Cost on the centre of mass's horizontal distance from the soles' midpoint while both feet stand (0: off).
     The keypoints alone can ask for a pose the robot cannot stand in: where its arms are shorter than the
     person's, reaching the hands' targets low and far ahead moved pickup_carry's pelvis 0.33 m ahead of the
     person's, the centre of mass 0.3 m past the toes."""
+    balance_smoothing_s: float = 0.0
+    """Gaussian sigma (s) over which a pass's balance weight follows its double support (`standing_weight`; 0:
+    the pin weights as they are). Switched with each step's double support, the pull comes and goes within the 3
+    frames of a pin's blend, and the pose it held jumps back toward the other targets: pickup_carry_start's
+    pelvis moves up to 15.6 cm in one frame as a foot lifts; smoothed over 0.25 s, 5.5 cm at most (session 34)."""
     damping: float = 1e-3
     """Levenberg-Marquardt damping of the QP."""
     iterations: int = 2
@@ -99,6 +109,11 @@ class FrameTargets:
     torso_rot: np.ndarray
     foot_rot: dict[str, np.ndarray]
     pinned: tuple[float, float] = (0.0, 0.0)
+    balance: float | None = None
+    """Weight in [0, 1] of `IkConfig.balance_cost` this frame; None: both feet's pin weights' minimum."""
+    hand_facing: dict[str, np.ndarray] | None = None
+    """{side: [3]} the direction each forearm's y axis should lie along, either way (a paddle's normal across a held
+    box); its length, in [0, 1], weighs `IkConfig.hand_facing_cost` (0: free). None: both free."""
 
 
 class SolePinTask(mink.Task):
@@ -139,6 +154,48 @@ class SolePinTask(mink.Task):
         axis = data.site_xmat[self.site_id].reshape(3, 3)[:, 0]
         # d(u . x)/dt = u . (w cross x) = (x cross u) . w, with w = jacr qvel.
         return np.vstack([self._jacp, self.normals @ _skew(axis).T @ self._jacr])
+
+
+class AxisTask(mink.Task):
+    """Holds one axis of a body's frame along a direction, either way (a plate's normal across a box).
+
+    Error [2]: the axis projected on two unit vectors normal to the direction
+    (both 0 when the axis lies along it, in either sense). Jacobian [2, nv]
+    from `mj_jacBody`, as for `SolePinTask`'s axis rows.
+    """
+
+    def __init__(self, model: mujoco.MjModel, body: str, axis: int, cost: float = 1.0):
+        super().__init__(cost=np.full(2, cost), gain=1.0)
+        self.model = model
+        self.body_id = model.body(body).id
+        self.axis = axis
+        self.normals = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+        self._jacp = np.zeros((3, model.nv))
+        self._jacr = np.zeros((3, model.nv))
+
+    def set_target(self, direction: np.ndarray) -> None:
+        """Lay the axis along `direction` [3] (any length but 0)."""
+        direction = np.asarray(direction, dtype=float) / np.linalg.norm(direction)
+        helper = np.array([0.0, 0.0, 1.0]) if abs(direction[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
+        first = np.cross(helper, direction)
+        first /= np.linalg.norm(first)
+        self.normals = np.stack([first, np.cross(direction, first)])
+
+    def compute_error(self, configuration: mink.Configuration) -> np.ndarray:
+        return self.normals @ configuration.data.xmat[self.body_id].reshape(3, 3)[:, self.axis]
+
+    def compute_jacobian(self, configuration: mink.Configuration) -> np.ndarray:
+        data = configuration.data
+        mujoco.mj_jacBody(self.model, data, self._jacp, self._jacr, self.body_id)
+        axis = data.xmat[self.body_id].reshape(3, 3)[:, self.axis]
+        return self.normals @ _skew(axis).T @ self._jacr
+
+
+def standing_weight(pinned: np.ndarray, sigma_frames: float) -> np.ndarray:
+    """[T] how much both feet stand, smoothed over time: the pin weights' minimum [T, 2] -> [T], Gaussian-filtered.
+    Near 1 in a long double support (a squat), a slow fraction while walking, where double support is short."""
+    both = np.asarray(pinned, dtype=float).min(axis=1)
+    return gaussian_filter1d(both, sigma_frames, mode="nearest") if sigma_frames > 0 and len(both) > 1 else both
 
 
 def home_qpos(model: mujoco.MjModel, root_height: float = 1.0) -> np.ndarray:
@@ -185,6 +242,10 @@ class PoseSolver:
         self.posture = mink.PostureTask(model, cost=config.posture_cost)
         self.posture.set_target(home_qpos(model))
         self.tasks = [self.pelvis, self.torso, *self.feet.values(), *self.position_tasks.values(), self.posture]
+        self.facing = {}
+        if config.hand_facing_cost > 0:
+            self.facing = {side: AxisTask(model, f"{side}_elbow_link", axis=1, cost=0.0) for side in SIDES}
+            self.tasks += list(self.facing.values())
         self.balance = None
         if config.balance_cost > 0:
             self.balance = mink.ComTask(cost=[config.balance_cost, config.balance_cost, 0.0])
@@ -277,11 +338,19 @@ class PoseSolver:
             task.set_target(_se3(self._identity, targets.positions[key]))
         if self.balance is not None:
             self._set_balance(targets)
+        for side, task in self.facing.items():
+            direction = None if targets.hand_facing is None else targets.hand_facing[side]
+            weight = 0.0 if direction is None else float(np.linalg.norm(direction))
+            task.cost = np.full(2, self.config.hand_facing_cost * min(weight, 1.0))
+            if weight > 1e-9:
+                task.set_target(direction)
 
     def _set_balance(self, targets: FrameTargets) -> None:
-        """Centre of mass over the soles' midpoint while both stand, as far as both are pinned; a step is dynamic
-        balance, left to the keypoints."""
-        cost = self.config.balance_cost * min(targets.pinned)
+        """Centre of mass over the soles' midpoint while both stand, weighted by `targets.balance` (a pass smooths
+        it over time: `standing_weight`) or else by how far both are pinned; a step is dynamic balance, left to the
+        keypoints."""
+        weight = min(targets.pinned) if targets.balance is None else targets.balance
+        cost = self.config.balance_cost * weight
         self.balance.set_cost(np.array([cost, cost, 0.0]))
         if cost > 0:
             self.balance.set_target(np.mean([self._sole_target(targets, side) for side in SIDES], axis=0))

@@ -30,7 +30,7 @@ from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
 from metaworld_x.motion.contacts import ContactConfig, detect_contacts, geom_lowest_z, pin_feet
 from metaworld_x.motion.human import HumanMotion
-from metaworld_x.motion.ik import FrameTargets, IkConfig, PoseSolver, joint_qpos_indices
+from metaworld_x.motion.ik import FrameTargets, IkConfig, PoseSolver, joint_qpos_indices, standing_weight
 from metaworld_x.motion.keypoints import CANONICAL_KEYPOINTS, canonical_keypoints
 from metaworld_x.motion.quality import measure
 from metaworld_x.motion.scaling import (
@@ -243,6 +243,7 @@ def _solve_pass(solver: PoseSolver, targets: ScaledTargets, pinned: np.ndarray |
     from tqdm import tqdm
 
     frames = []
+    standing = None if pinned is None else standing_weight(pinned, solver.config.balance_smoothing_s / solver.dt)
     for t in tqdm(range(targets.num_frames), desc=label, disable=not progress, leave=False):
         frames.append(solver.solve(FrameTargets(
             positions={key: value[t] for key, value in targets.positions.items()},
@@ -250,6 +251,8 @@ def _solve_pass(solver: PoseSolver, targets: ScaledTargets, pinned: np.ndarray |
             torso_rot=targets.torso_rot[t],
             foot_rot={side: value[t] for side, value in targets.foot_rot.items()},
             pinned=(0.0, 0.0) if pinned is None else (float(pinned[t, 0]), float(pinned[t, 1])),
+            balance=None if standing is None else float(standing[t]),
+            hand_facing=None if targets.hand_facing is None else {s: v[t] for s, v in targets.hand_facing.items()},
         )))
     return np.array(frames)
 

@@ -111,6 +111,8 @@ class ScaledTargets:
       human: {canonical keypoint: [T, 3]} the human's keypoints scaled
         uniformly (what `motion show` draws beside the robot).
       scale: robot leg length / human leg length.
+      hand_facing: {side: [T, 3]} the direction each forearm's y axis should lie along, weighted by its length
+        (`ik.FrameTargets.hand_facing`), or None: the forearms' roll is free.
     """
 
     positions: dict[str, np.ndarray]
@@ -119,6 +121,7 @@ class ScaledTargets:
     foot_rot: dict[str, np.ndarray]
     human: dict[str, np.ndarray]
     scale: float
+    hand_facing: dict[str, np.ndarray] | None = None
 
     @classmethod
     def of_robot(cls, positions: dict[str, np.ndarray], pelvis_rot: np.ndarray, torso_rot: np.ndarray,
@@ -148,6 +151,7 @@ class ScaledTargets:
             foot_rot={k: turn(v) for k, v in self.foot_rot.items()},
             human={k: move(v) for k, v in self.human.items()},
             scale=self.scale,
+            hand_facing=None if self.hand_facing is None else {k: v @ rotation.T for k, v in self.hand_facing.items()},
         )
 
 
