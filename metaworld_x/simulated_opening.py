@@ -25,7 +25,6 @@ with another expert gives another opening.
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +74,8 @@ class Rollouts:
     survived: np.ndarray
     """[R] never terminated."""
     control_dt: float
+    expert: str
+    """The expert's policy hash (`routing.experts.policy_hash`, as router.json records it)."""
 
 
 def record_from_home(expert_dir: Path, clip_file: Path, seconds: float, rollouts: int, seed: int) -> Rollouts:
@@ -84,6 +85,7 @@ def record_from_home(expert_dir: Path, clip_file: Path, seconds: float, rollouts
     from metaworld_x.expert_specs import expert_spec
     from metaworld_x.expert_training import AS_A_ROUTER_STARTS, _with_tracking, load_expert
     from metaworld_x.policy import act
+    from metaworld_x.routing.experts import policy_hash
 
     params, policy_spec = load_expert(Path(expert_dir))
     task = _with_tracking(expert_task(expert_spec(policy_spec["skill"])), clips=(str(clip_file),),
@@ -92,13 +94,12 @@ def record_from_home(expert_dir: Path, clip_file: Path, seconds: float, rollouts
     policy = jax.jit(lambda obs: act(params, obs))
     state = env.reset(jax.random.PRNGKey(seed))
     poses, errors, alive = [np.asarray(state.data.view.qpos)[:, :ROBOT_NQ]], [], np.ones(rollouts, bool)
-    control_dt = task.config.frame_skip * float(env.compiled.model.opt.timestep)
-    for _ in range(int(round(seconds / control_dt))):
+    for _ in range(int(round(seconds / task.control_dt))):
         state = env.step(state, policy(state.obs["state"]))
         poses.append(np.asarray(state.data.view.qpos)[:, :ROBOT_NQ])
         errors.append(np.asarray(state.metrics["imitation/tracking_error"]))
         alive &= ~np.asarray(state.done)
-    return Rollouts(np.stack(poses, axis=1), np.stack(errors, axis=1), alive, control_dt)
+    return Rollouts(np.stack(poses, axis=1), np.stack(errors, axis=1), alive, task.control_dt, policy_hash(params))
 
 
 def best_rollout(rollouts: Rollouts, splice_window: tuple[float, float]) -> tuple[int, int]:
@@ -119,7 +120,8 @@ def best_rollout(rollouts: Rollouts, splice_window: tuple[float, float]) -> tupl
 
 def ground_pose(qpos: np.ndarray) -> np.ndarray:
     """[3] x, y and heading of a pose's root; the heading from the twist about the vertical, defined for a pelvis
-    pitched past vertical (a crawl's), where the x axis's heading is not."""
+    pitched past vertical (a crawl's), where the x axis's heading is not. `envs.reference.ground_pose` in NumPy's
+    float64: JAX's float32 would move the spliced clip by its rounding."""
     w, z = qpos[3], qpos[6]
     return np.array([qpos[0], qpos[1], 2.0 * np.arctan2(z, w)])
 
@@ -166,13 +168,10 @@ def with_simulated_opening(clip: Clip, expert_dir: Path, *, model: mujoco.MjMode
     qpos = spliced_qpos(clip.qpos, rollouts.qpos[best], splice, blend)
     source = SourceInfo(kind="mocap", file=clip.source_file, licence=clip.licence, attribution=clip.attribution)
     info = {**clip.info, "simulated_opening": {
-        "expert": str(Path(expert_dir).name), "expert_params_sha256": _params_digest(expert_dir),
+        "expert": str(Path(expert_dir).name), "expert_params_sha256": rollouts.expert,
         "rollout": best, "of": config.rollouts, "seed": config.seed, "splice_s": round(splice / clip.fps, 3),
         "blend_s": config.blend_s, "rollout_error_m": round(float(rollouts.error[best, :splice].mean()), 4),
         "survived": int(rollouts.survived.sum())}}
     return solve_clip(targets_from_poses(model, qpos), clip.skill, model=model, config=poses_from_rest_config(clip.fps),
                       source=source, info=info, progress=progress)
 
-
-def _params_digest(expert_dir: Path) -> str:
-    return hashlib.sha256((Path(expert_dir) / "policy.msgpack").read_bytes()).hexdigest()[:16]

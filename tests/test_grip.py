@@ -155,6 +155,12 @@ def test_the_ik_balance_task_keeps_the_centre_of_mass_over_the_soles_when_the_ha
     assert ahead[0.0] > 0.1 and abs(ahead[10.0]) < 0.03, ahead  # the toes are 0.1 m ahead of the soles
 
 
+def _forearm_tilt(data: mujoco.MjData, side: str, direction: np.ndarray) -> float:
+    """Degrees between `side`'s forearm y axis, its paddle's normal, and the line `direction`, either way."""
+    normal = data.body(f"{side}_elbow_link").xmat.reshape(3, 3)[:, 1]
+    return float(np.degrees(np.arccos(min(1.0, abs(normal @ direction)))))
+
+
 def _paddle_tilt_and_lurch(clip) -> tuple[float, float, float]:
     """(mean and largest angle, degrees, between a forearm's y axis, its paddle's normal, and the box's y axis from
     the lift on; the pelvis's largest move in one frame, m)."""
@@ -166,9 +172,7 @@ def _paddle_tilt_and_lurch(clip) -> tuple[float, float, float]:
     for frame in range(round(clip.info["grip"]["lift_s"] * clip.fps), clip.num_frames):
         data.qpos[:3], data.qpos[3:7], data.qpos[7:26] = clip.root_pos[frame], clip.root_quat[frame], clip.joint_pos[frame]
         mujoco.mj_kinematics(model, data)
-        for side in SIDES:
-            normal = data.body(f"{side}_elbow_link").xmat.reshape(3, 3)[:, 1]
-            tilt.append(np.degrees(np.arccos(min(1.0, abs(normal @ box_y[frame])))))
+        tilt += [_forearm_tilt(data, side, box_y[frame]) for side in SIDES]
     return float(np.mean(tilt)), float(np.max(tilt)), float(np.linalg.norm(np.diff(clip.root_pos, axis=0), axis=1).max())
 
 
@@ -215,8 +219,7 @@ def test_the_ik_facing_task_lays_a_forearm_along_the_asked_direction_and_only_wh
             qpos = solver.solve(frame)
         data.qpos[:] = qpos
         mujoco.mj_kinematics(model, data)
-        tilt[cost, weight] = max(np.degrees(np.arccos(min(1.0, abs(data.body(f"{side}_elbow_link").xmat.reshape(3, 3)[:, 1] @ across))))
-                                 for side in SIDES)
+        tilt[cost, weight] = max(_forearm_tilt(data, side, across) for side in SIDES)
     assert tilt[1.0, 1.0] < 3.0 < tilt[0.0, 1.0], tilt
     assert tilt[1.0, 0.0] == pytest.approx(tilt[0.0, 1.0], abs=0.5), "a zero-length direction leaves the forearm free"
 

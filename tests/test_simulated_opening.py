@@ -75,11 +75,11 @@ def test_the_best_rollout_is_the_survivor_that_tracked_best_spliced_where_it_tra
     error[2, 10] = 0.0  # outside it
     error[1] += 0.01
     rollouts = Rollouts(qpos=np.zeros((3, 101, 26)), error=error, survived=np.array([False, True, True]),
-                        control_dt=0.02)
+                        control_dt=0.02, expert="test")
     assert best_rollout(rollouts, (1.2, 1.6)) == (2, 71)  # error[k] is measured at pose k + 1
     with pytest.raises(UserError, match="shorter than the splice window"):
         best_rollout(rollouts, (1.2, 2.5))
-    dead = Rollouts(qpos=rollouts.qpos, error=error, survived=np.zeros(3, bool), control_dt=0.02)
+    dead = Rollouts(qpos=rollouts.qpos, error=error, survived=np.zeros(3, bool), control_dt=0.02, expert="test")
     with pytest.raises(UserError, match="train it further"):
         best_rollout(dead, (1.2, 1.6))
 
@@ -99,7 +99,9 @@ def test_an_opening_simulated_with_the_crawl_expert_starts_at_home_and_resumes_t
     config = OpeningConfig(splice_window=(1.0, 1.2), blend_s=0.2, rollouts=2)
     remade = with_simulated_opening(clip, CRAWL, model=model, config=config)
     opening = remade.info["simulated_opening"]
-    assert opening["survived"] >= 1 and opening["rollout"] in (0, 1) and len(opening["expert_params_sha256"]) == 16
+    assert opening["survived"] >= 1 and opening["rollout"] in (0, 1)
+    # the expert is named as router.json names it; the shipped clip's opening came from the session-20 expert
+    assert len(opening["expert_params_sha256"]) == 16 and clip.info["simulated_opening"]["expert_params_sha256"] == "97e1e909814b1a56"
     assert 1.0 < opening["splice_s"] <= 1.22
     assert remade.num_frames == clip.num_frames and remade.fps == clip.fps
     assert remade.root_pos[0, 2] == pytest.approx(HOME_ROOT_HEIGHT, abs=0.02)
