@@ -51,6 +51,8 @@ class Recipe:
     """Segment end (s); None: the end of the file."""
     rate: float = 1.0
     """Playback rate: the same poses this many times as fast, where the task needs more speed than the person."""
+    hover_height: float | None = None
+    """A foot held still this high (m) or lower stands (`ContactConfig.hover_height`): mocap whose foot floats."""
 
 
 RECIPES = (
@@ -73,6 +75,9 @@ RECIPES = (
     Recipe("pickup", "pickup", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 2.2),
     # The whole take as one clip: squat, grasp the box on the floor, stand up with it, carry it and set it
     # down. The carry clip alone starts with the box in the hands, which no expert puts there (fetch 0/10).
+    # The person's left foot floats 6-8 cm above the floor from the lift on, also where it stands still between
+    # steps, so it is never pinned and the clip hops on the right foot. hover_height=0.1 pins it (session 35), but
+    # the carry expert fine-tuned on that clip scored 6/10 from home (9/10 shipped): not shipped yet.
     Recipe("pickup_carry", "carry", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 4.6),
     # reach_one_hand is keyframed (metaworld_x.motion.keyframes): DeepMimic's punch, the only one-arm reach
     # here, lunges 1.3 m and asks the right shoulder for more than its servo range; no policy learned it.
@@ -104,7 +109,8 @@ FROM_REST = (
 # pickup_carry's first frame ends the person's step up to the box: feet 7-9 cm wider than home, hips bent 0.9 rad.
 # The person's hands hold OMOMO's larger box 4-11 cm outside our box's faces, and reaching for it with shorter arms
 # the IK leant the robot 0.3 m past its toes: the grip, balanced, fits the two together. Its last frame sets the
-# box on the table bent 46° over it, one foot in the air; a lead-out would let go and stand up, but the carry expert
+# box on the table bent over it, both feet down since session 35 (until then the person's floating left foot was
+# never pinned, and the clip ended with it in the air); a lead-out would let go and stand up, but the carry expert
 # fine-tuned on it for 11.2M steps scored 7/10 from the clip and 4/10 from home (session 23), so the shipped clip
 # (and the carry expert) end at the set-down.
 LEAD_INS = (("pickup_carry_start", "pickup_carry", True, False),)
@@ -144,7 +150,8 @@ def build(out: Path, only: set[str] | None = None) -> None:
     from metaworld_x.motion.keyframes import KEYFRAMED, compose
     from metaworld_x.motion.lead_in import with_lead_in
     from metaworld_x.motion.lead_out import with_lead_out
-    from metaworld_x.motion.retarget import SourceInfo, retarget
+    from metaworld_x.motion.contacts import ContactConfig
+    from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, retarget
     from metaworld_x.motion.transition import TransitionConfig, from_rest, gait_transition
     from metaworld_x.paths import EXPERTS_DIR
     from metaworld_x.robot import robot_spec
@@ -165,7 +172,8 @@ def build(out: Path, only: set[str] | None = None) -> None:
         clock = time.perf_counter()
         path = mocap / "mocap" / recipe.source
         source = SourceInfo(kind="mocap", file=path.name, licence=recipe.licence[0], attribution=recipe.licence[1])
-        clip = retarget(load_human_motion(path), recipe.skill, model=model, source=source,
+        config = RetargetConfig(contacts=ContactConfig(hover_height=recipe.hover_height))
+        clip = retarget(load_human_motion(path), recipe.skill, model=model, config=config, source=source,
                         start=recipe.start, end=recipe.end, playback_rate=recipe.rate, progress=True)
         _report(save_clip(clip, out / f"{recipe.name}.npz"), clip, time.perf_counter() - clock)
     for name in keyframed:

@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 from scipy.ndimage import binary_closing, binary_opening
 
+from metaworld_x.errors import UserError
 from metaworld_x.motion.scaling import SIDES
 
 
@@ -36,6 +37,20 @@ class ContactConfig:
     """Stances and swings shorter than this many frames are noise and removed."""
     blend_frames: int = 3
     """Frames over which a pinned foot target blends in and out."""
+    hover_height: float | None = None
+    """A foot held still (slower than `hover_speed`) for `hover_frames` or more stands even this high (m): mocap
+    whose foot floats above the floor it stands on. OMOMO's sub3_largebox_003 holds the left foot 6-8 cm up through
+    the whole carry walk, so it was never pinned and the clip hopped on the right foot. None: off."""
+    hover_speed: float = 0.15
+    """... slower than this horizontally (m/s): a planted foot, not a slow swing."""
+    hover_frames: int = 10
+    """... for at least this many frames."""
+
+    def __post_init__(self) -> None:
+        if self.hover_height is not None and not self.height <= self.hover_height < 0.2:
+            raise UserError(f"hover_height must lie in [height = {self.height}, 0.2) m, got {self.hover_height}")
+        if self.min_frames < 1 or self.hover_frames < 1 or self.hover_speed <= 0:
+            raise UserError("min_frames and hover_frames must be at least 1 and hover_speed positive")
 
 
 def geom_lowest_z(model: mujoco.MjModel, geoms: np.ndarray, xpos: np.ndarray, xmat: np.ndarray) -> np.ndarray:
@@ -71,16 +86,32 @@ def detect_contacts(sole_height: np.ndarray, sole_position: np.ndarray, fps: flo
       fps: frames per second.
     """
     speed = np.linalg.norm(np.gradient(sole_position[..., :2], axis=0), axis=-1) * fps
-    flags = (sole_height < config.height) & (speed < config.speed)
-    structure = np.ones(config.min_frames, dtype=bool)
-    cleaned = np.zeros_like(flags)
+    flags = _cleaned((sole_height < config.height) & (speed < config.speed), config.min_frames)
+    if config.hover_height is not None:
+        still = (sole_height < config.hover_height) & (speed < config.hover_speed)
+        flags |= _opened(still, config.hover_frames)
+    return flags
+
+
+def _padded_per_foot(flags: np.ndarray, pad: int, operation) -> np.ndarray:
+    """`operation` on each foot's [T] flags, padded with the end values so that a stance at either end survives."""
+    result = np.zeros_like(flags)
     for foot in range(flags.shape[1]):
-        # Pad with the end values so that a stance at either end of the clip survives.
-        pad = config.min_frames
         padded = np.concatenate([np.repeat(flags[:1, foot], pad), flags[:, foot], np.repeat(flags[-1:, foot], pad)])
-        padded = binary_opening(binary_closing(padded, structure), structure)
-        cleaned[:, foot] = padded[pad:-pad]
-    return cleaned
+        result[:, foot] = operation(padded)[pad:-pad]
+    return result
+
+
+def _cleaned(flags: np.ndarray, frames: int) -> np.ndarray:
+    """[T, 2] flags with stances and swings shorter than `frames` removed."""
+    structure = np.ones(frames, dtype=bool)
+    return _padded_per_foot(flags, frames, lambda f: binary_opening(binary_closing(f, structure), structure))
+
+
+def _opened(flags: np.ndarray, frames: int) -> np.ndarray:
+    """[T, 2] flags keeping only runs of at least `frames`."""
+    structure = np.ones(frames, dtype=bool)
+    return _padded_per_foot(flags, frames, lambda f: binary_opening(f, structure))
 
 
 def phases(flags: np.ndarray) -> list[tuple[int, int]]:

@@ -116,6 +116,12 @@ class FrameTargets:
     box); its length, in [0, 1], weighs `IkConfig.hand_facing_cost` (0: free). None: both free."""
 
 
+def _axis_rows_jacobian(normals: np.ndarray, axis: np.ndarray, jacr: np.ndarray) -> np.ndarray:
+    """[k, nv] the Jacobian of `normals @ axis` ([k, 3] @ [3]) for a frame axis turning with angular Jacobian
+    `jacr` [3, nv]: d(u . x)/dt = u . (w cross x) = (x cross u) . w, with w = jacr qvel."""
+    return normals @ _skew(axis).T @ jacr
+
+
 class SolePinTask(mink.Task):
     """Holds a foot's sole centre at a point and its forward axis along a direction; the roll stays free.
 
@@ -152,8 +158,7 @@ class SolePinTask(mink.Task):
         data = configuration.data
         mujoco.mj_jacSite(self.model, data, self._jacp, self._jacr, self.site_id)
         axis = data.site_xmat[self.site_id].reshape(3, 3)[:, 0]
-        # d(u . x)/dt = u . (w cross x) = (x cross u) . w, with w = jacr qvel.
-        return np.vstack([self._jacp, self.normals @ _skew(axis).T @ self._jacr])
+        return np.vstack([self._jacp, _axis_rows_jacobian(self.normals, axis, self._jacr)])
 
 
 class AxisTask(mink.Task):
@@ -188,7 +193,7 @@ class AxisTask(mink.Task):
         data = configuration.data
         mujoco.mj_jacBody(self.model, data, self._jacp, self._jacr, self.body_id)
         axis = data.xmat[self.body_id].reshape(3, 3)[:, self.axis]
-        return self.normals @ _skew(axis).T @ self._jacr
+        return _axis_rows_jacobian(self.normals, axis, self._jacr)
 
 
 def standing_weight(pinned: np.ndarray, sigma_frames: float) -> np.ndarray:
