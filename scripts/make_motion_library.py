@@ -109,8 +109,8 @@ FROM_REST = (
 # pickup_carry's first frame ends the person's step up to the box: feet 7-9 cm wider than home, hips bent 0.9 rad.
 # The person's hands hold OMOMO's larger box 4-11 cm outside our box's faces, and reaching for it with shorter arms
 # the IK leant the robot 0.3 m past its toes: the grip, balanced, fits the two together. Its last frame sets the
-# box on the table bent over it, both feet down since session 35 (until then the person's floating left foot was
-# never pinned, and the clip ended with it in the air); a lead-out would let go and stand up, but the carry expert
+# box on the table bent 46° over it, one foot in the air (the person's floating left foot, never pinned: see the
+# pickup_carry recipe); a lead-out would let go and stand up, but the carry expert
 # fine-tuned on it for 11.2M steps scored 7/10 from the clip and 4/10 from home (session 23), so the shipped clip
 # (and the carry expert) end at the set-down.
 LEAD_INS = (("pickup_carry_start", "pickup_carry", True, False),)

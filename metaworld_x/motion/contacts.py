@@ -40,7 +40,7 @@ class ContactConfig:
     hover_height: float | None = None
     """A foot held still (slower than `hover_speed`) for `hover_frames` or more stands even this high (m): mocap
     whose foot floats above the floor it stands on. OMOMO's sub3_largebox_003 holds the left foot 6-8 cm up through
-    the whole carry walk, so it was never pinned and the clip hopped on the right foot. None: off."""
+    the whole carry walk: without this it is never pinned, and the clip hops on the right foot. None: off."""
     hover_speed: float = 0.15
     """... slower than this horizontally (m/s): a planted foot, not a slow swing."""
     hover_frames: int = 10
