@@ -19,6 +19,7 @@ from metaworld_x.errors import UserError
 from metaworld_x.training import checkpoint
 from metaworld_x.training.config import PPOConfig
 from metaworld_x.training.constraint import ConstraintConfig, combine_advantages, update_multiplier
+from metaworld_x.training.evaluate import success_interval
 from metaworld_x.training.losses import LossSettings, Rollout, clipped_surrogate, ppo_loss
 from metaworld_x.training.networks import init_params, make_networks
 from metaworld_x.training.train import make_train
@@ -160,6 +161,33 @@ def test_tiny_run_on_trivial_task_raises_return(backend, tmp_path):
     returns = [h["episode/return"] for h in result.history if "episode/return" in h]
     assert returns[-1] > returns[0] * 0.5, returns  # returns are negative: closer to zero is better
     assert (tmp_path / "curve.png").stat().st_size > 0
+
+
+def test_the_success_interval_matches_a_hand_computed_case_and_stays_in_bounds():
+    """Wilson's 95 % interval. 12/16: p = 0.75, z²/n = 3.8415/16 = 0.2401; centre (0.75 + 0.1200) / 1.2401 = 0.7016,
+    half-width 1.96·sqrt(0.75·0.25/16 + 3.8415/1024) / 1.2401 = 0.1966, so [0.505, 0.898]: a 16-episode evaluation
+    at 75 % cannot be told from one at 55 % or 85 %."""
+    assert success_interval(12, 16) == pytest.approx((0.5050, 0.8982), abs=1e-4)
+    low, high = success_interval(0, 16)
+    assert low == 0.0 and high == pytest.approx(0.1936, abs=1e-4)
+    assert success_interval(16, 16) == pytest.approx((1 - high, 1.0))  # symmetric about a half
+    assert success_interval(44, 50)[1] - success_interval(44, 50)[0] < 0.2  # more episodes, a narrower interval
+    for bad in ((3, 0), (-1, 10), (11, 10)):
+        with pytest.raises(ValueError, match="episode"):
+            success_interval(*bad)
+
+
+def test_periodic_evaluations_log_the_success_rate_inside_its_interval(tmp_path):
+    config = dataclasses.replace(SMALL, eval_every=2, num_eval_envs=16, eval_steps=20, checkpoint_every=0,
+                                 total_env_steps=32 * 8 * 4)
+    result = make_train(config, lambda n: PointMassEnv(n, "cpu"), run_dir=tmp_path, progress=False,
+                        tensorboard=False)(jax.random.PRNGKey(0))
+    evaluations = [h for h in result.history if "eval/success_rate" in h]
+    assert evaluations
+    for h in evaluations:
+        successes = round(h["eval/success_rate"] * h["eval/episodes"])
+        assert (h["eval/success_low"], h["eval/success_high"]) == success_interval(successes, int(h["eval/episodes"]))
+        assert h["eval/success_low"] <= h["eval/success_rate"] <= h["eval/success_high"]
 
 
 def test_scan_collector_compiles_once_per_run(caplog):

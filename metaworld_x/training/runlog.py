@@ -72,11 +72,19 @@ def plot_curve(history: list[dict], path: Path, title: str = "training") -> Path
     ]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6))
     for ax, (label, keys) in zip(axes, panels):
+        colours = {}
         for key in keys:
             points = [(r["env_steps"], r[key]) for r in history if key in r]
             if points:
                 xs, ys = zip(*points)
-                ax.plot(xs, ys, label=key, marker="o" if key.startswith("eval/") else None, markersize=3)
+                (line,) = ax.plot(xs, ys, label=key, marker="o" if key.startswith("eval/") else None, markersize=3)
+                colours[key] = line.get_color()
+        band = [(r["env_steps"], r["eval/success_low"], r["eval/success_high"]) for r in history
+                if "eval/success_low" in r and "eval/success_rate" in colours]
+        if band:  # the 95 % interval: a 16-episode evaluation spans 30-40 points
+            xs, lows, highs = zip(*band)
+            ax.fill_between(xs, lows, highs, color=colours["eval/success_rate"], alpha=0.15,
+                            label="success, 95 % interval")
         ax.set_title(label)
         ax.set_xlabel("environment steps")
         ax.grid(alpha=0.3)
