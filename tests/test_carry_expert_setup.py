@@ -9,6 +9,8 @@ the clip's last box position, so following the clip delivers the box. Both are
 opt-in; the composite carry scene keeps its stand and far table.
 """
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -244,6 +246,33 @@ def test_a_dropped_box_ends_the_episode(carry):
     box_z = compiled.layout.joint("box").qpos_start + 2
     dropped = view.replace(qpos=view.qpos.at[box_z].add(-(task.config.max_deviation + 0.05)))
     assert bool(task._terminate_deviation(dropped, one))
+
+
+def test_a_box_tipped_past_the_tilt_limit_ends_the_episode_and_a_turned_one_does_not(carry):
+    task, compiled, init, info = carry
+    limited = replace(task, config=replace(task.config, max_object_tilt_deg=30.0))
+    unlimited = replace(task, config=replace(task.config, max_object_tilt_deg=None))
+    held = int(np.flatnonzero(~info["from_home"] & (init.qpos[:, compiled.layout.joint("box").qpos_start + 2] > IN_HANDS))[0])
+    one = {k: v[held] for k, v in info.items()}
+    view = _view(compiled, init.qpos[held], init.qvel[held])
+    assert not bool(limited._terminate_deviation(view, one)), "the box as the clip holds it"
+    quat = compiled.layout.joint("box").qpos_start + 3
+    box_quat = np.asarray(view.qpos[quat:quat + 4])
+
+    def turned(axis: str, degrees: float):
+        rotation = Rotation.from_euler(axis, degrees, degrees=True) * Rotation.from_quat(box_quat, scalar_first=True)
+        return view.replace(qpos=view.qpos.at[quat:quat + 4].set(jnp.asarray(rotation.as_quat(scalar_first=True))))
+
+    for axis in "xy":
+        assert bool(limited._terminate_deviation(turned(axis, 40.0), one)), f"pitched 40° about {axis}"
+        assert not bool(limited._terminate_deviation(turned(axis, 20.0), one)), f"pitched 20° about {axis}"
+    assert not bool(limited._terminate_deviation(turned("z", 90.0), one)), "yaw is free"
+    assert not bool(unlimited._terminate_deviation(turned("x", 40.0), one)), "no limit: a tilted box goes on"
+    for bad in (0.0, 180.0, -10.0):
+        with pytest.raises(UserError, match="max_object_tilt_deg must lie in"):
+            replace(task.config, max_object_tilt_deg=bad)
+    with pytest.raises(UserError, match="set object_joint too"):
+        TrackingConfig(max_object_tilt_deg=30.0)
 
 
 def test_object_initialisation_is_opt_in():

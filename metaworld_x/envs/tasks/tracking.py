@@ -172,6 +172,11 @@ class TrackingConfig(TaskConfig):
     """Weight of the objective's terms in the reward (the paper's w_task)."""
     object_joint: str | None = None
     """A free joint of the scene ("box") that reset puts where the clip has its object; None: where the scene does."""
+    max_object_tilt_deg: float | None = None
+    """Early termination (a deviation) when the `object_joint` object's up axis turns more than this (degrees) from
+    the clip's. A carried box that pitches about the line between the palms lands on its side at the set-down
+    (experts/README.md, session 37) but costs only the `level` reward there, seconds after the tilt began; ending
+    the episode at the tilt charges it where it happens. None: no limit. Yaw is free."""
     scene_from_clip: bool = False
     """Lay the objective's props out along the clip's object path (its `scene_along`); needs one clip with an object."""
     clip_props: bool = False
@@ -222,6 +227,11 @@ class TrackingConfig(TaskConfig):
             raise UserError(f"home_anchor must be 'every_step' (a router's re-anchoring) or 'once', not {self.home_anchor!r}")
         if self.max_deviation <= 0 or self.home_max_deviation <= 0:
             raise UserError(f"max_deviation and home_max_deviation must be > 0 m, got {self.max_deviation}, {self.home_max_deviation}")
+        if self.max_object_tilt_deg is not None:
+            if self.object_joint is None:
+                raise UserError("max_object_tilt_deg limits the tracked object's tilt: set object_joint too, or leave it None")
+            if not 0 < self.max_object_tilt_deg < 180:
+                raise UserError(f"max_object_tilt_deg must lie in (0, 180) degrees, got {self.max_object_tilt_deg}")
         if self.home_start_fraction and not self.home_starts_possible:
             raise UserError(
                 "home_start_fraction with object_joint or clip_props needs home_start_time: a home start puts the"
@@ -662,7 +672,16 @@ class Tracking(Task):
             target = object_at(self.reference, info["clip"], info["ref_time"]).pos
             worst = jnp.maximum(worst, jnp.linalg.norm(view.joint_qpos(self.config.object_joint)[:3] - target))
         limit = jnp.where(info["from_home"], self.config.home_max_deviation, self.config.max_deviation)
-        return worst > limit
+        return (worst > limit) | self._object_tipped(view, info)
+
+    def _object_tipped(self, view, info):
+        """Whether the tracked object's up axis is more than `max_object_tilt_deg` from the clip's (yaw is free)."""
+        if self._object is None or self.config.max_object_tilt_deg is None:
+            return jnp.asarray(False)
+        up = jnp.array([0.0, 0.0, 1.0])
+        target = object_at(self.reference, info["clip"], info["ref_time"]).quat
+        cos = jnp.dot(rotations.rotate(view.joint_qpos(self.config.object_joint)[3:7], up), rotations.rotate(target, up))
+        return cos < jnp.cos(jnp.deg2rad(self.config.max_object_tilt_deg))
 
     def success(self, view, info):
         alive_to_end = info["step"] >= self.config.episode_length
