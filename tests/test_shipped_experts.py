@@ -23,9 +23,6 @@ BELOW_GOAL: dict[str, str] = {
              "50 episodes at seed 7 it is 50/50 from the clip and 50/50 from home (scripts/audit_experts.py), 5.2 and "
              "5.4 cm; 10/10 from home at seed 0. The clip's first 3.5 s are the session-20 expert's own get-down, "
              "simulated; fine-tuned on it for 16.0M steps (session 34)",
-    "carry": "9/10 from its clip and 9/10 from home (10/10 at seed 1), the box set down upright, 0 falls, but 6.3 cm "
-             "tracking error from starts along its clip against the 6 cm budget (5.2 cm from home). Fine-tuned 18.0M "
-             "steps from the session-18 expert, which rolled the box onto its side as it set it down (session 21)",
 }
 
 
@@ -91,9 +88,7 @@ def test_below_goal_list_names_only_experts_that_miss():
 
 
 # Specs that do not charge an early end as a deviation for ever, with why.
-UNCHARGED: dict[str, str] = {
-    "carry": "its shipped expert is a chain of fine-tunes trained without the charge; no stage with it has been run",
-}
+UNCHARGED: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("skill", sorted(EXPERTS))
