@@ -668,19 +668,21 @@ class Tracking(Task):
     def _terminate_deviation(self, view, info):
         ref = self._frame(view, info)
         worst = jnp.max(jnp.linalg.norm(self._keypoints(view) - ref.keypoint_pos, axis=-1))
-        if self._object is not None:  # a dropped box ends the episode like a lost foot
-            target = object_at(self.reference, info["clip"], info["ref_time"]).pos
-            worst = jnp.maximum(worst, jnp.linalg.norm(view.joint_qpos(self.config.object_joint)[:3] - target))
         limit = jnp.where(info["from_home"], self.config.home_max_deviation, self.config.max_deviation)
-        return (worst > limit) | self._object_tipped(view, info)
+        if self._object is None:
+            return worst > limit
+        # a dropped box ends the episode like a lost foot; one tipped past max_object_tilt_deg does too
+        target = object_at(self.reference, info["clip"], info["ref_time"])
+        box = view.joint_qpos(self.config.object_joint)
+        worst = jnp.maximum(worst, jnp.linalg.norm(box[:3] - target.pos))
+        return (worst > limit) | self._object_tipped(box[3:7], target.quat)
 
-    def _object_tipped(self, view, info):
-        """Whether the tracked object's up axis is more than `max_object_tilt_deg` from the clip's (yaw is free)."""
-        if self._object is None or self.config.max_object_tilt_deg is None:
+    def _object_tipped(self, quat, target_quat):
+        """Whether the object's up axis is more than `max_object_tilt_deg` from the clip's (yaw is free)."""
+        if self.config.max_object_tilt_deg is None:
             return jnp.asarray(False)
         up = jnp.array([0.0, 0.0, 1.0])
-        target = object_at(self.reference, info["clip"], info["ref_time"]).quat
-        cos = jnp.dot(rotations.rotate(view.joint_qpos(self.config.object_joint)[3:7], up), rotations.rotate(target, up))
+        cos = jnp.dot(rotations.rotate(quat, up), rotations.rotate(target_quat, up))
         return cos < jnp.cos(jnp.deg2rad(self.config.max_object_tilt_deg))
 
     def success(self, view, info):
