@@ -134,6 +134,14 @@ class TrainRouter:
     """Seed of collection, training and evaluation."""
     fast_compile: bool = False
     """Compile without XLA optimisation (faster start, slower steps): for smoke runs."""
+    vlm: str | None = None
+    """Score the prior with this transformers image-text-to-text model (a local folder, or a hub id you have
+    downloaded) on a render of the scene's start; default: the packaged text encoder, which sees no image."""
+    vlm_cache: Path | None = None
+    """Where the prior's labels are cached, so that training the same task again does not run the model again;
+    default $METAWORLD_X_CACHE/vlm, else ~/.cache/metaworld_x/vlm."""
+    vlm_trust_remote_code: bool = False
+    """Let transformers run the code that --vlm's model ships with (only for a model you trust)."""
 
     def config(self):
         from dataclasses import replace
@@ -147,7 +155,8 @@ class TrainRouter:
             finetune_steps=self.finetune_steps, finetune_wm_steps=self.finetune_wm_steps,
             finetune_updates=self.finetune_updates, eval_episodes=self.eval_episodes, eval_steps=self.eval_steps, seed=self.seed,
             world_model=replace(base.world_model, fast_compile=self.fast_compile, seed=self.seed),
-            router=replace(base.router, fast_compile=self.fast_compile, seed=self.seed),
+            router=replace(base.router, fast_compile=self.fast_compile, seed=self.seed, vlm=self.vlm,
+                           vlm_trust_remote_code=self.vlm_trust_remote_code),
         )
 
     def run(self) -> None:
@@ -157,7 +166,8 @@ class TrainRouter:
         from metaworld_x.routing.evaluation import ablation_table
         from metaworld_x.routing.pipeline import run_pipeline
 
-        out = run_pipeline(self.config(), self.experts_dir or EXPERTS_DIR, self.run_dir, self.out or ROUTER_DIR, self.resume)
+        out = run_pipeline(self.config(), self.experts_dir or EXPERTS_DIR, self.run_dir, self.out or ROUTER_DIR, self.resume,
+                           vlm_cache=self.vlm_cache)
         metrics = json.loads((out / "metrics.json").read_text())
         final = metrics["selected"]
         print(f"shipped to {out} (round {final['round']}): {final['success']}/{final['episodes']} successes, return {final['return_mean']:.1f};"

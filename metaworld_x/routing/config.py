@@ -31,6 +31,12 @@ class RouterConfig:
     """vlm_weight is multiplied by this after every update (paper: 0.99)."""
     prior_temperature: float = 1.0
     """The prior is softmax(VLM scores / prior_temperature); scores run from 0 to 10."""
+    vlm: str | None = None
+    """The prior's scorer: a transformers image-text-to-text model (a local folder, or a hub id already downloaded)
+    that scores the experts on a render of the scene's start; None: the packaged text encoder, which reads the
+    instruction only and sees no image."""
+    vlm_trust_remote_code: bool = False
+    """Let transformers run the code that `vlm`'s model ships with (only for a model you trust)."""
     entropy_coef: float = 0.1
     """Weight of the entropy bonus (the loss carries −entropy_coef · entropy)."""
     use_world_model: bool = True
@@ -84,6 +90,12 @@ class RouterConfig:
             raise UserError("value_pessimism and trust_region_coef must be non-negative")
         if not 0 < self.discount <= 1 or not 0 <= self.td_lambda <= 1:
             raise UserError("discount must be in (0, 1] and td_lambda in [0, 1]")
+        if self.vlm is not None:
+            object.__setattr__(self, "vlm", str(self.vlm))  # a Path is fine too; router.json records a string
+        if self.vlm is not None and not self.vlm.strip():
+            raise UserError("vlm must be a model folder or hub id; leave it unset for the packaged text encoder")
+        if self.vlm_trust_remote_code and self.vlm is None:
+            raise UserError("vlm_trust_remote_code applies to a vlm model; name one with vlm, or drop the flag")
 
     @property
     def compiler_options(self) -> dict | None:

@@ -129,6 +129,7 @@ class Context:
     text: np.ndarray  # [D]
     prior: np.ndarray  # [K]
     prior_source: str
+    prior_record: dict  # which scorer made the prior, on what frame (vlm_prior.score_prior)
 
     @property
     def eval_steps(self) -> int:
@@ -145,12 +146,16 @@ def expert_catalog(experts) -> "object":
     return ExpertCatalog(entries, default=default)
 
 
-def prepare_context(config: RouterTrainConfig, experts_dir: Path, resolver=None) -> Context:
-    """Resolve the instruction, load the experts, build the scene, embed the text and score the prior."""
+def prepare_context(config: RouterTrainConfig, experts_dir: Path, resolver=None, vlm_cache: Path | None = None) -> Context:
+    """Resolve the instruction, load the experts, build the scene, embed the text and score the prior.
+
+    vlm_cache: the prior's label cache (None: metaworld_x.vlm.default_cache_dir()).
+    """
     from metaworld_x.envs.tasks import make_task
     from metaworld_x.routing.experts import ExpertSet
     from metaworld_x.routing.language import TASK_NAMES, TaskResolver, composite_task
     from metaworld_x.routing.scene import build_expert_scene
+    from metaworld_x.routing.vlm_prior import prior_scorer, score_prior
 
     resolver = resolver or TaskResolver()
     if config.task in TASK_NAMES:
@@ -162,8 +167,9 @@ def prepare_context(config: RouterTrainConfig, experts_dir: Path, resolver=None)
     experts = ExpertSet.load(dirs)
     scene, record = build_expert_scene(make_task(resolution.task.task), dirs, dict(zip(experts.names, experts.specs)))
     text = resolver.embed([resolution.instruction])[0].astype(np.float32)
-    scores = resolver.encoder.score(None, resolution.instruction, expert_catalog(experts))
-    return Context(config, resolution, experts, scene, record, text, np.asarray(scores.prior, np.float32), scores.source)
+    scorer = prior_scorer(config.router, vlm_cache, text_encoder=None if config.router.vlm else resolver.encoder)
+    scored = score_prior(scorer, resolution.instruction, expert_catalog(experts), scene, config.router.prior_temperature)
+    return Context(config, resolution, experts, scene, record, text, scored.prior, scored.source, scored.record)
 
 
 # ---- small persistence helpers ---------------------------------------------------------
@@ -419,13 +425,17 @@ def fixed_expert_baseline(ctx: Context) -> dict:
 # ---- the whole run ---------------------------------------------------------------------
 
 
-def run_pipeline(config: RouterTrainConfig, experts_dir: Path, run_dir: Path, out_dir: Path, resume: bool = False) -> Path:
-    """Train the router for `config.task` and ship it to out_dir/<task>; returns that folder."""
+def run_pipeline(config: RouterTrainConfig, experts_dir: Path, run_dir: Path, out_dir: Path, resume: bool = False,
+                 vlm_cache: Path | None = None) -> Path:
+    """Train the router for `config.task` and ship it to out_dir/<task>; returns that folder.
+
+    vlm_cache: where the prior's labels are cached (None: metaworld_x.vlm.default_cache_dir()).
+    """
     from metaworld_x.world_model.checkpoint import save_world_model
 
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     wall = time.perf_counter()
-    ctx = prepare_context(config, experts_dir)
+    ctx = prepare_context(config, experts_dir, vlm_cache=vlm_cache)
     task = ctx.resolution.task
     run_dir = run_dir / task.name
     context_record = json.loads(json.dumps({"task": task.name, "instruction": ctx.resolution.instruction,
@@ -438,7 +448,8 @@ def run_pipeline(config: RouterTrainConfig, experts_dir: Path, run_dir: Path, ou
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json(run_dir / "context.json", context_record)
     print(f"task {task.name!r} ({task.scene} scene) from {ctx.resolution.instruction!r};"
-          f" experts {', '.join(ctx.experts.names)}; prior {np.round(ctx.prior, 3).tolist()}", flush=True)
+          f" experts {', '.join(ctx.experts.names)}; prior {np.round(ctx.prior, 3).tolist()} from {ctx.prior_source}"
+          f" ({'on the start frame' if ctx.prior_record['frame'] else 'no image'})", flush=True)
 
     stages = _read_json(run_dir / "stages.json", {})
     if "collect" not in stages:
@@ -487,7 +498,7 @@ def ship(ctx: Context, run_dir: Path, out_dir: Path, full: dict, stages: dict, a
     meta = {
         "task": task.name, "task_env": task.task, "scene": task.scene, "instruction": ctx.resolution.instruction,
         "success_criterion": task.success, "text_embedding": ctx.text.tolist(), "prior": ctx.prior.tolist(),
-        "prior_source": ctx.prior_source, "expert_observations": ctx.observation_record,
+        "prior_source": ctx.prior_source, "prior_scorer": ctx.prior_record, "expert_observations": ctx.observation_record,
         "eval_steps": ctx.eval_steps, "vlm_weight_final": full["vlm_weight"], "selected_round": full["selected"]["round"],
     }
     save_router(staging, full["router_object"], full["router_params"], ctx.experts, meta=meta)
