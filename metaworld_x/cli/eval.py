@@ -3,7 +3,7 @@
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Union
+from typing import Annotated, Literal, Union
 
 import tyro
 
@@ -56,7 +56,8 @@ class EvalExpert:
 @dataclass(frozen=True)
 class EvalRouter:
     """Evaluate shipped routers: task, success k/10, return, time to success, expert weights over time (PNG),
-    and the ablation table (full, no VLM, no world model, no router) recorded when each was trained."""
+    and the ablation table (full, no VLM, no world model, no router) recorded when each was trained. With
+    `--plan mppi`, the executed weights are planned in the router's world model instead (weights_mppi.png)."""
 
     task: str | None = None
     """A task folder in router/ (e.g. stand); default every shipped router."""
@@ -76,12 +77,38 @@ class EvalRouter:
     """Where the experts are installed; default experts/."""
     json_out: Path | None = None
     """Also write the results to this JSON file."""
+    plan: Literal["none", "mppi"] = "none"
+    """Execute the router's weights (none), or weights planned by MPPI in the router's shipped world model
+    (router/<task>/world_model/) around the router's own, replanned every --plan-every steps in each world (slower)."""
+    plan_horizon: int | None = None
+    """MPPI: steps planned ahead in the world model; default MppiConfig's (metaworld_x/routing/planner.py)."""
+    plan_samples: int | None = None
+    """MPPI: weight sequences drawn per iteration; default MppiConfig's."""
+    plan_iterations: int | None = None
+    """MPPI: refits per plan (0 executes the router's own weights); default MppiConfig's."""
+    plan_every: int | None = None
+    """MPPI: control steps per plan, the plan's later weights running in between; default MppiConfig's."""
+
+    def planner(self):
+        """The MppiConfig asked for, or None without --plan mppi."""
+        from metaworld_x.errors import UserError
+
+        knobs = {k: v for k, v in (("horizon", self.plan_horizon), ("samples", self.plan_samples),
+                                   ("iterations", self.plan_iterations), ("every", self.plan_every)) if v is not None}
+        if self.plan == "none":
+            if knobs:
+                raise UserError(f"--plan-{next(iter(knobs))} sets the planner: add --plan mppi")
+            return None
+        from metaworld_x.routing.planner import MppiConfig
+
+        return MppiConfig(**knobs)
 
     def run(self) -> None:
         from metaworld_x.errors import UserError
         from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
         from metaworld_x.routing.evaluation import PROBES, ablation_table, evaluate_router, results_table, shipped_routers
 
+        planner = self.planner()
         root = self.router_dir or ROUTER_DIR
         folders = shipped_routers(root)
         if self.task is not None:
@@ -94,16 +121,20 @@ class EvalRouter:
             wordings = list(self.instruction) or [record["instruction"]]
             if self.probes:
                 wordings += list(PROBES.get(record["task"], ()))
-            report = evaluate_router(folder, self.experts_dir or EXPERTS_DIR, wordings, self.episodes, self.seed, self.steps)
+            report = evaluate_router(folder, self.experts_dir or EXPERTS_DIR, wordings, self.episodes, self.seed, self.steps,
+                                     plan=planner)
             metrics_path = folder / "metrics.json"
             report["metrics"] = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
             reports.append(report)
         print(results_table(reports))
+        if planner is not None:
+            print(f"weights from {planner.describe()}")
         for report in reports:
             if report["metrics"].get("ablations"):
                 print(f"\nablations, {report['task']} (recorded at training, {report['metrics'].get('machine', '')}):")
                 print(ablation_table(report["metrics"]))
-            print(f"expert weights over time: {report['rows'][0].get('weights_png', '—')}")
+            planned = "" if planner is None else " (planned by MPPI)"
+            print(f"expert weights over time{planned}: {report['rows'][0].get('weights_png', '—')}")
         if self.json_out is not None:
             self.json_out.write_text(json.dumps([{k: v for k, v in r.items() if k != "metrics"} for r in reports], indent=2))
 

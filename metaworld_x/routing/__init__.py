@@ -13,12 +13,12 @@ from metaworld_x.routing.imagination import imagine, lambda_returns
 from metaworld_x.routing.learner import RouterState, init_router_state, make_router_update, prepare_batch, train_router
 from metaworld_x.routing.model_free import discounted_returns
 from metaworld_x.routing.network import Router, RouterParams, hard_gumbel_softmax, kl_divergence, mixture_action
-from metaworld_x.routing.planner import plan_mppi
+from metaworld_x.routing.planner import MppiConfig, imagined_return, plan_mppi, plan_weight_sequence
 from metaworld_x.routing.prior import check_prior, prior_from_scores
 
 __all__ = [
-    "ExpertAdapter", "ExpertSet", "Router", "RouterConfig", "RouterParams", "RouterState", "check_prior",
-    "discounted_returns", "expert_set_differences", "hard_gumbel_softmax", "imagine", "init_router_state",
+    "ExpertAdapter", "ExpertSet", "MppiConfig", "Router", "RouterConfig", "RouterParams", "RouterState", "check_prior",
+    "discounted_returns", "expert_set_differences", "hard_gumbel_softmax", "imagine", "imagined_return", "init_router_state",
     "kl_divergence", "lambda_returns", "load_router", "make_router_update", "mixture_action", "plan_mppi",
-    "policy_hash", "prepare_batch", "prior_from_scores", "save_router", "split_parts", "train_router",
+    "plan_weight_sequence", "policy_hash", "prepare_batch", "prior_from_scores", "save_router", "split_parts", "train_router",
 ]

@@ -4,6 +4,10 @@ A shipped router (router/<task>/) is loaded only if the installed experts are
 exactly those it was trained with. Each instruction is resolved to its task
 and must land on the router's own task; the router then reads that
 instruction's text embedding, so a paraphrase is a real test of the wording.
+With a planner (`MppiConfig`), the executed weights are MPPI's in the
+router's shipped world model (router/<task>/world_model/), searched around
+the router's own; the table, the JSON and the plot (weights_mppi.png) say so,
+with how far the plan moved off the router.
 """
 
 from pathlib import Path
@@ -37,15 +41,16 @@ def shipped_routers(router_root: Path) -> list[Path]:
 
 
 def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, episodes: int = 10, seed: int = 0,
-                    steps: int | None = None, resolver=None) -> dict:
-    """Success k/episodes, return, time to success and weights over time, for each instruction (default: the trained one)."""
+                    steps: int | None = None, resolver=None, plan=None) -> dict:
+    """Success k/episodes, return, time to success and weights over time, for each instruction (default: the trained
+    one); with `plan` (an MppiConfig), of the weights MPPI plans in the router's world model."""
     from metaworld_x.envs.tasks import make_task
     from metaworld_x.routing.checkpoint import load_router
     from metaworld_x.routing.curves import plot_weights
     from metaworld_x.routing.experts import ExpertSet
     from metaworld_x.routing.language import TaskResolver
     from metaworld_x.routing.pipeline import installed_experts
-    from metaworld_x.routing.rollouts import SceneRunner, router_behaviour, run_episodes
+    from metaworld_x.routing.rollouts import SceneRunner, planned_behaviour, router_behaviour, run_episodes
     from metaworld_x.routing.scene import build_expert_scene
 
     router_dir = Path(router_dir)
@@ -55,6 +60,7 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
     scene, _ = build_expert_scene(make_task(record["task_env"]), dirs, dict(zip(experts.names, experts.specs)))
     runner = SceneRunner(scene, experts.params, episodes)
     steps = steps or int(record.get("eval_steps") or scene.config.episode_length)
+    world_model = shipped_world_model(router_dir) if plan is not None else None
     rows = []
     for instruction in instructions or [record["instruction"]]:
         if instruction == record["instruction"]:
@@ -67,12 +73,44 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
         if resolved != record["task"]:
             rows.append({"instruction": instruction, "resolved_task": resolved, "error": f"resolves to {resolved!r}, not {record['task']!r}"})
             continue
-        results = run_episodes(runner, router_behaviour(router, params, text), jax.random.PRNGKey(seed + 10_000), steps)
-        png = router_dir / ("weights.png" if instruction == record["instruction"] else f"weights_{len(rows)}.png")
-        plot_weights(png, results.weights, experts.names, scene.config.frame_skip * 0.002,
-                     f"{record['task']}: {instruction!r}")
-        rows.append({"instruction": instruction, "resolved_task": resolved, **results.summary(), "weights_png": str(png)})
-    return {"task": record["task"], "router_dir": str(router_dir), "experts": list(experts.names), "steps": steps, "rows": rows}
+        key = jax.random.PRNGKey(seed + 10_000)
+        if plan is None:
+            results, extra = run_episodes(runner, router_behaviour(router, params, text), key, steps), {}
+        else:
+            executed = []
+            behaviour = planned_behaviour(router, params, text, *world_model, plan, record=executed)
+            results = run_episodes(runner, behaviour, key, steps)
+            extra = {"planner": planner_departure(executed, results.weights)}
+        stem = "weights" if plan is None else "weights_mppi"
+        png = router_dir / (f"{stem}.png" if instruction == record["instruction"] else f"{stem}_{len(rows)}.png")
+        title = f"{record['task']}: {instruction!r}" + ("" if plan is None else "\nweights planned by MPPI in the world model")
+        plot_weights(png, results.weights, experts.names, scene.config.frame_skip * 0.002, title)
+        rows.append({"instruction": instruction, "resolved_task": resolved, **results.summary(), **extra, "weights_png": str(png)})
+    return {"task": record["task"], "router_dir": str(router_dir), "experts": list(experts.names), "steps": steps,
+            "weights_from": "the router" if plan is None else plan.describe(), "rows": rows}
+
+
+def shipped_world_model(router_dir: Path) -> tuple:
+    """(model, params) of router/<task>/world_model/, the world model the router was last trained in."""
+    from metaworld_x.world_model.checkpoint import load_world_model
+
+    folder = router_dir / "world_model"
+    if not (folder / "world_model.json").is_file():
+        raise UserError(f"{router_dir} ships no world model to plan in ({folder} is missing); retrain the router"
+                        " with `metaworld-x train router`, or evaluate it without --plan")
+    model, params, _ = load_world_model(folder)
+    return model, params
+
+
+def planner_departure(executed: list, weights: np.ndarray) -> dict:
+    """How far the executed weights moved off the router's, over the steps each episode lasted.
+
+    executed: per step (router weights [B, K], executed weights [B, K]); weights: [T, B, K], nan after an episode ended."""
+    alive = np.isfinite(weights[..., 0])  # [T, B]
+    router = np.stack([r for r, _ in executed])[: len(weights)]
+    planned = np.stack([w for _, w in executed])[: len(weights)]
+    l1 = np.abs(planned - router).sum(axis=-1)[alive]
+    return {"steps": int(alive.sum()), "steps_off_router": int((l1 > 1e-6).sum()), "mean_l1_from_router": float(l1.mean())}
 
 
 def _seconds(value) -> str:
@@ -88,6 +126,10 @@ def results_table(reports: list[dict]) -> str:
                 lines.append(f"{report['task']:<7} {'—':>7} {'—':>15} {'—':>10}  {row['error']}  {row['instruction']!r}")
                 continue
             weights = " ".join(f"{n}={w:.2f}" for n, w in zip(report["experts"], row["mean_weights"]))
+            if "planner" in row:
+                p = row["planner"]
+                weights = (f"MPPI: {weights} (off the router on {p['steps_off_router']}/{p['steps']} steps,"
+                           f" mean L1 {p['mean_l1_from_router']:.2f})")
             lines.append(
                 f"{report['task']:<7} {row['success']:>4}/{row['episodes']:<2} {row['return_mean']:>8.1f} ± {row['return_std']:<5.1f}"
                 f" {_seconds(row['time_to_success_s']):>10}  {weights}  {row['instruction']!r}"

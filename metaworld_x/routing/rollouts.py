@@ -1,7 +1,8 @@
 """Real rollouts in an ExpertScene: every expert acts on its own observation, the weights mix them.
 
 A behaviour maps (router observation [B, obs], step, key) to weights [B, K]:
-the experts alone (one-hot), random mixtures held for a segment, or a router.
+the experts alone (one-hot), random mixtures held for a segment, a router,
+or a router's weights refined by MPPI in the world model.
 `collect` records what the world model learns from (obs, weights, reward,
 next obs, done, terminated; all [T, B, ...]); `run_episodes` plays one
 episode per world and measures it.
@@ -87,6 +88,34 @@ def router_behaviour(router, params, text: np.ndarray, explore: float = 0.0, see
         if explore > 0:
             noise = rng.dirichlet(np.ones(w.shape[1]), size=w.shape[0]).astype(np.float32)
             w = (1 - explore) * w + explore * noise
+        return w
+
+    return choose
+
+
+def planned_behaviour(router, params, text: np.ndarray, model, wm_params, config, record: list | None = None) -> Behaviour:
+    """Weights planned by MPPI (`planner.MppiConfig`) in the world model, from the router's logits as the mean; every
+    `config.every` steps a new plan, whose later steps run in between. With `record`, (router weights, executed
+    weights), each [B, K], are appended per step."""
+    from metaworld_x.errors import UserError
+    from metaworld_x.routing.planner import batched_planner
+
+    if router.config.fixed_expert is not None:
+        raise UserError(f"a router fixed to {router.config.fixed_expert!r} has no weights to plan around; plan with a trained router")
+    if model.cond_size != router.num_experts or model.obs_size != router.obs_size:
+        raise UserError(f"the world model (obs {model.obs_size}, cond {model.cond_size}) is not the router's"
+                        f" (obs {router.obs_size}, {router.num_experts} experts): use the one shipped with it")
+    logits_fn, weights_fn = _jitted(router, "logits"), _jitted(router, "weights")
+    plan = batched_planner(model, config, router.config.min_weight)
+    current = {}
+
+    def choose(obs, t, key):
+        obs, text_b = jnp.asarray(obs), jnp.asarray(np.broadcast_to(text, (obs.shape[0], text.shape[-1])))
+        if t % config.every == 0:
+            current["plan"] = np.asarray(plan(wm_params, obs, logits_fn(params, obs, text_b), key))  # [B, H, K]
+        w = current["plan"][:, t % config.every]
+        if record is not None:
+            record.append((np.asarray(weights_fn(params, obs, text_b)), w))
         return w
 
     return choose
