@@ -82,7 +82,7 @@ def python_blocks() -> dict[str, str]:
     """The ```python blocks, named by what they show."""
     named = {}
     for block in fenced_blocks("python"):
-        name = "python:gymnasium-tour" if "load_policy" in block else "python:gymnasium-environments" if "gymnasium" in block else None
+        name = "python:gymnasium-tour" if "ExpertAgent" in block else "python:gymnasium-environments" if "gymnasium" in block else None
         assert name is not None, f"name this README python block in tests/test_readme.py:\n{block}"
         named[name] = block
     return named
