@@ -20,3 +20,12 @@ if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("MUJOCO_GL", "egl")
 
 import metaworld_x.envs.registration  # noqa: E402,F401  (gymnasium ids; imports gymnasium only)
+
+
+def __getattr__(name: str):
+    # `metaworld_x.ExpertAgent` without importing jax and mujoco on `import metaworld_x`
+    if name == "ExpertAgent":
+        from metaworld_x.expert_agent import ExpertAgent
+
+        return ExpertAgent
+    raise AttributeError(f"module 'metaworld_x' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""The gymnasium ids: registration on import, check_env, pickling, vector envs."""
+"""The gymnasium ids: registration on import, check_env, pickling, vector envs, and a shipped expert acting in them."""
 
 import json
 import pickle
@@ -112,19 +112,88 @@ def test_tracking_ids_cover_every_expert_and_name_its_robot_variant():
         assert env_id.startswith("MetaWorldX/H1Hands-" if variant == "h1_hands" else "MetaWorldX/H1-"), (env_id, variant)
 
 
-@pytest.mark.skipif(not (EXPERTS_DIR / "walk" / "policy.json").is_file(), reason="needs the shipped walk expert")
+needs_walk = pytest.mark.skipif(not (EXPERTS_DIR / "walk" / "policy.json").is_file(), reason="needs the shipped walk expert")
+
+
+@needs_walk
 def test_readme_gymnasium_example_drives_the_walk_expert(monkeypatch, capsys):
-    """The README's gymnasium example, run as written: a whole episode of the walk expert, then a vector env."""
+    """The README's gymnasium example, run as written: a whole H1-Walk-v0 episode of the walk expert, then a vector env."""
     import re
 
     text = (PROJECT_DIR / "README.md").read_text()
-    block = next(b for b in re.findall(r"^```python\n(.*?)^```", text, flags=re.M | re.S) if "load_policy" in b)
-    monkeypatch.chdir(PROJECT_DIR)  # the example loads experts/walk relative to the checkout
+    block = next(b for b in re.findall(r"^```python\n(.*?)^```", text, flags=re.M | re.S) if "ExpertAgent" in b)
+    monkeypatch.chdir(PROJECT_DIR)
     exec(compile(block, "README.md (gymnasium example)", "exec"), {"__name__": "readme_example"})
     out = capsys.readouterr().out
-    assert "success True, ended by time_limit" in out, out
-    policy = json.loads((EXPERTS_DIR / "walk" / "policy.json").read_text())
-    assert f"vector env: (8, {policy['observation_size']})" in out, out
-    env = gym.make("MetaWorldX/H1-WalkTracking-v0")  # compiled above already: cheap
-    check_env(env.unwrapped)
-    assert env.action_space.shape == (policy["action_size"],)
+    episode = re.search(r"return (\d+\.\d), walked (-?\d+\.\d) m, success True, ended by time_limit", out)
+    assert episode, out  # 1000 steps up, and the walk task's bar (700) met
+    assert float(episode[2]) > 10.0, out  # forward, at 0.5 m/s or more
+    observation_size = gym.spec("MetaWorldX/H1-Walk-v0").make().observation_space.shape[0]
+    assert f"vector env: (4, {observation_size})" in out, out
+
+
+@needs_walk
+def test_walk_expert_walks_in_a_vector_env_of_the_task_and_restarts_with_its_worlds():
+    """Three worlds of H1-Walk-v0 under the walk expert: up and walking forward through a 100-step episode, at
+    several times a random policy's reward; then the worlds restart, the agent's clocks with them, and they set
+    off again as in the first episode."""
+    import metaworld_x
+
+    envs = gym.make_vec("MetaWorldX/H1-Walk-v0", num_envs=3, max_episode_steps=100)
+    agent = metaworld_x.ExpertAgent("walk", envs)
+    obs, info = envs.reset(seed=1)
+    agent.reset()
+    rewards, restarts, start_x = [], [], info["qpos"][:, 0].copy()
+    for step in range(130):
+        obs, reward, terminated, truncated, info = envs.step(agent.act(obs, info))
+        agent.reset(terminated | truncated)
+        assert not terminated.any(), (step, info["termination_reason"])
+        rewards.append(reward)
+        restarts.append(truncated.any())
+        if step == 98:
+            walked = info["qpos"][:, 0] - start_x  # the last step before the restart
+    assert np.flatnonzero(restarts).tolist() == [99]
+    assert (walked > 1.0).all(), walked  # from standing, at about 0.9 m/s once at pace
+    rewards = np.stack(rewards)  # [130, 3]
+
+    envs.reset(seed=1)
+    random_reward = np.mean([envs.step(envs.action_space.sample())[1] for _ in range(100)])
+    assert rewards[:100].mean(axis=0).min() > 3 * random_reward, (rewards[:100].mean(axis=0), random_reward)
+    # the second episode sets off like the first: with a clock left running, the expert would chase a clip 2 s ahead
+    np.testing.assert_allclose(rewards[100:].mean(axis=0), rewards[:30].mean(axis=0), atol=0.05)
+
+
+@needs_walk
+def test_expert_agent_sees_what_the_router_shows_the_expert():
+    """The agent's observation of a task env's state is the router scene's `expert/walk` for the same state."""
+    import jax
+
+    import metaworld_x
+    from metaworld_x.envs.expert import make_env
+
+    agent = metaworld_x.ExpertAgent("walk", gym.make("MetaWorldX/H1-Walk-v0"))
+    scene = make_env(agent.scene, 1, "cpu", nthread=1, auto_reset=False)
+    state = scene.reset(jax.random.PRNGKey(2))
+    agent.reset()
+    for _ in range(4):
+        physics = {"qpos": state.data.view.qpos, "qvel": state.data.view.qvel}
+        np.testing.assert_allclose(agent.observe(state.obs["state"], physics), state.obs["expert/walk"][0], atol=1e-5)
+        action = agent.act(state.obs["state"], physics) / agent.action_gain  # in the scene's units: the expert's own
+        state = scene.step(state, action[None])
+
+
+@needs_walk
+def test_expert_agent_refuses_what_it_cannot_do_with_a_clear_error(tmp_path):
+    import metaworld_x
+    from metaworld_x.errors import UserError
+
+    env = gym.make("MetaWorldX/H1-Walk-v0")
+    with pytest.raises(UserError, match="unknown expert 'dance'"):
+        metaworld_x.ExpertAgent("dance", env)
+    with pytest.raises(UserError, match="no trained expert 'walk'.*`metaworld-x train expert walk`"):
+        metaworld_x.ExpertAgent("walk", env, experts_dir=tmp_path)
+    with pytest.raises(UserError, match="needs a MetaWorld-X env"):
+        metaworld_x.ExpertAgent("walk", gym.make("CartPole-v1"))
+    # the expert moves its targets half a joint's half range per unit: an env that moves them a quarter cannot follow
+    with pytest.raises(UserError, match="make the env with action_scale=0.5"):
+        metaworld_x.ExpertAgent("walk", gym.make("MetaWorldX/H1-Walk-v0", action_scale=0.25))

@@ -64,7 +64,7 @@ def test_router_needing_an_expert_that_is_not_installed_names_the_expert_command
 @pytest.mark.parametrize(
     "args,expected",
     [
-        ((), "say what to do"),
+        (("  ",), "the instruction is empty: say what to do"),
         (("--expert", "dance"), "unknown expert 'dance'"),
         (("--expert", "walk", "--video", "out.avi"), "--video out.avi must end in .mp4"),
         (("--expert", "walk", "--gif", "out.mp4"), "--gif out.mp4 must end in .gif"),
@@ -76,6 +76,39 @@ def test_bad_input_is_one_line(capsys, args, expected):
     code, _, err = _play(capsys, *args)
     assert code == 2
     _one_line_error(err, expected)
+
+
+def test_no_instruction_plays_the_flagship_task_with_its_shipped_router():
+    """`metaworld-x play` alone plays fetch's canonical instruction, which finds router/fetch by exact match."""
+    import json
+
+    from metaworld_x.cli.play import DEFAULT_INSTRUCTION, Play
+    from metaworld_x.paths import ROUTER_DIR
+    from metaworld_x.routing.language import CATALOG
+
+    assert Play().task_instruction == DEFAULT_INSTRUCTION == next(t for t in CATALOG if t.name == "fetch").instruction
+    assert Play(expert="walk").task_instruction == ""  # one expert follows no instruction
+    assert Play(instruction="sit down").task_instruction == "sit down"
+    record = ROUTER_DIR / "fetch" / "router.json"
+    if record.is_file():
+        assert json.loads(record.read_text())["instruction"] == DEFAULT_INSTRUCTION
+
+
+@pytest.mark.skipif(not (EXPERTS_DIR / "walk" / "policy.json").is_file(), reason="needs the shipped walk expert")
+def test_the_same_seed_plays_the_same_episode(capsys, tmp_path):
+    """`--seed N` twice gives the same `return:` line; another seed another episode (the tour's --expert --motion
+    command, cut to a few steps)."""
+
+    def returns(seed: int) -> str:
+        code, out, err = _play(capsys, "--expert", "walk", "--motion", "walk", "--seed", str(seed), "--steps", "8",
+                               "--video", str(tmp_path / f"seed{seed}.mp4"), "--width", "64", "--height", "48",
+                               "--no-shadows", "--no-plots")
+        assert code == 0, err
+        return next(line for line in out.splitlines() if line.startswith("return: "))
+
+    first = returns(3)
+    assert returns(3) == first
+    assert returns(4) != first
 
 
 # ---- the router path, with a small untrained router over two copies of walk ----------------

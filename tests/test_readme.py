@@ -6,10 +6,12 @@ Three checks:
   until someone says how it is tested;
 - every `metaworld-x` command parses with the real command line (stale
   options fail here even where running the command is too slow for a test);
-- the set-up command's `play` runs in a subprocess without a display: the
-  one line saying it runs headless, a video whose frames differ, the plot,
-  the outcome lines, exit 0. Only the length and size of the episode are cut
-  (flags appended), to keep it to seconds.
+- the set-up command's `play` (the flagship task with the shipped router)
+  runs in a subprocess without a display: the one line saying it runs
+  headless, a video whose frames differ, the weights plot, the outcome lines,
+  exit 0; and so does the tour's `play "INSTRUCTION"` of the same task, to
+  --video. Only the length and size of the episode are cut (flags appended),
+  to keep them to seconds.
 """
 
 import os
@@ -21,21 +23,25 @@ import sys
 import numpy as np
 import pytest
 
-from metaworld_x.paths import EXPERTS_DIR, PROJECT_DIR
+from metaworld_x.paths import EXPERTS_DIR, PROJECT_DIR, ROUTER_DIR
 
 README = PROJECT_DIR / "README.md"
-SETUP_PLAY = "metaworld-x play --expert walk --motion walk"
+SETUP_PLAY = "metaworld-x play"
+HEADLINE_PLAY = 'metaworld-x play "walk to the box, pick it up and carry it to the table"'
 CHEAPER = ("--steps", "30", "--width", "160", "--height", "96", "--no-shadows")
+EXACT = "$"
+"""A rule ending in this matches the whole command only (`metaworld-x play` alone is a prefix of every play)."""
 
 # (command prefix, how it is tested); the first matching prefix wins
 HOW_TESTED = (
     ("pip install", "not run: installs packages (network)"),
     ("python -m pytest", "not run: it is the test suite"),
-    (SETUP_PLAY, "run here: test_setup_play_command_runs_headless_and_records_a_varied_video"),
-    ("metaworld-x play --expert walk --steps 150 --gif", "parsed here; the same path runs in the set-up test"),
-    ('metaworld-x play "walk to the box', "parsed here; needs a trained router/fetch (about 20 min of `train router`); "
-     "its missing-router message: tests/test_play.py::test_missing_router_names_the_command_that_trains_it; "
-     "the router path itself: tests/test_play.py::test_router_path_mixes_the_experts_and_plots_their_weights"),
+    (SETUP_PLAY + EXACT, "run here: test_setup_play_command_runs_headless_and_records_a_varied_video"),
+    (HEADLINE_PLAY, "run here: test_headline_play_command_records_the_shipped_router_to_a_video"),
+    ("metaworld-x play --expert walk --motion walk", "run, cut to 8 steps, by "
+     "tests/test_play.py::test_the_same_seed_plays_the_same_episode"),
+    ("metaworld-x play --expert walk --steps 150 --gif", "parsed here; the --expert path with --seed runs in "
+     "tests/test_play.py::test_the_same_seed_plays_the_same_episode"),
     ("metaworld-x train expert stand --total-env-steps 200000", "parsed here; minutes of training: the trainer's short runs are "
      "tests/test_expert_training.py and tests/test_ppo.py"),
     ("metaworld-x eval expert stand --expert-dir runs/tour/stand", "parsed here; needs the tour's trained expert; evaluation: "
@@ -76,19 +82,23 @@ def python_blocks() -> dict[str, str]:
     """The ```python blocks, named by what they show."""
     named = {}
     for block in fenced_blocks("python"):
-        name = "python:gymnasium-tour" if "load_policy" in block else "python:gymnasium-environments" if "gymnasium" in block else None
+        name = "python:gymnasium-tour" if "ExpertAgent" in block else "python:gymnasium-environments" if "gymnasium" in block else None
         assert name is not None, f"name this README python block in tests/test_readme.py:\n{block}"
         named[name] = block
     return named
 
 
 def how_tested(command: str) -> str | None:
-    return next((how for prefix, how in HOW_TESTED if command.startswith(prefix)), None)
+    def matches(rule: str) -> bool:
+        return command == rule[: -len(EXACT)] if rule.endswith(EXACT) else command.startswith(rule)
+
+    return next((how for rule, how in HOW_TESTED if matches(rule)), None)
 
 
 def test_every_readme_command_is_run_or_excluded_with_a_reason():
     commands = shell_commands() + list(python_blocks())
     assert SETUP_PLAY in commands, "the set-up play command changed; update SETUP_PLAY"
+    assert HEADLINE_PLAY in commands, "the tour's play command of the flagship task changed; update HEADLINE_PLAY"
     unclassified = [c for c in commands if how_tested(c) is None]
     assert not unclassified, f"README commands no test accounts for; add them to HOW_TESTED: {unclassified}"
 
@@ -109,21 +119,59 @@ def test_every_metaworld_x_command_in_the_readme_parses():
             pytest.fail(f"README command does not parse (exit {exit.code}): {command}")
 
 
-@pytest.mark.skipif(not (EXPERTS_DIR / "walk" / "policy.json").is_file(), reason="needs the shipped walk expert")
-def test_setup_play_command_runs_headless_and_records_a_varied_video(tmp_path):
-    import imageio.v3 as iio
+@pytest.fixture(scope="module")
+def play_env(tmp_path_factory) -> dict:
+    """The environment both `play` subprocesses run in: no display, and one JAX compilation cache between them.
 
+    Both play the flagship task with the shipped router, so the second reuses the first's compiled functions:
+    most of a short run is compiling (on the loaded 2-core machine the first took 66 s, the second 22 s)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL")}
-    args = shlex.split(SETUP_PLAY)[1:] + list(CHEAPER)
-    result = subprocess.run([sys.executable, "-m", "metaworld_x.cli", *args], cwd=tmp_path, env=env,
+    env.update(JAX_COMPILATION_CACHE_DIR=str(tmp_path_factory.mktemp("jax_cache")),
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+    return env
+
+
+def _play(args: list[str], cwd, env: dict) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "metaworld_x.cli", *args], cwd=cwd, env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
+    return result
+
+
+def _check_outcome_and_video(stdout: str, video, shape: tuple[int, int]) -> None:
+    """The outcome lines, and a video of at least 10 frames of `shape` (H, W) where no two in a row are the same."""
+    import imageio.v3 as iio
+
+    lines = stdout.splitlines()
+    assert "success: true" in lines or "success: false" in lines, stdout
+    assert re.search(r"^return: -?\d+\.\d+$", stdout, flags=re.M), stdout
+    frames = iio.imread(video)
+    assert frames.shape[0] >= 10 and frames.shape[1:] == (*shape, 3)
+    assert np.abs(frames[1:].astype(int) - frames[:-1].astype(int)).max(axis=(1, 2, 3)).min() > 0, "two frames in a row are identical"
+
+
+needs_router = pytest.mark.skipif(not (ROUTER_DIR / "fetch" / "router.json").is_file(), reason="needs the shipped router/fetch")
+
+
+@needs_router
+def test_setup_play_command_runs_headless_and_records_a_varied_video(tmp_path, play_env):
+    """`metaworld-x play` alone: the flagship task's default instruction, the shipped router, headless without a display."""
+    result = _play(shlex.split(SETUP_PLAY)[1:] + list(CHEAPER), tmp_path, play_env)
     lines = result.stdout.splitlines()
     headless = [line for line in lines if "headless" in line]
     assert len(headless) == 1 and "no display" in headless[0] and "play.mp4" in headless[0], result.stdout
-    assert "success: true" in lines or "success: false" in lines
-    assert re.search(r"^return: -?\d+\.\d+$", result.stdout, flags=re.M), result.stdout
-    frames = iio.imread(tmp_path / "play.mp4")
-    assert frames.shape[0] >= 10 and frames.shape[1:] == (96, 160, 3)
-    assert np.abs(frames[1:].astype(int) - frames[:-1].astype(int)).max(axis=(1, 2, 3)).min() > 0, "two frames in a row are identical"
-    assert (tmp_path / "play_tracking_error.png").stat().st_size > 0
+    assert 'no instruction given: playing the default, "walk to the box, pick it up and carry it to the table"' in lines
+    assert any(line.startswith("playing router fetch, seed 0: fetch scene") for line in lines), result.stdout
+    _check_outcome_and_video(result.stdout, tmp_path / "play.mp4", (96, 160))
+    assert (tmp_path / "play_weights.png").stat().st_size > 0
+
+
+@needs_router
+def test_headline_play_command_records_the_shipped_router_to_a_video(tmp_path, play_env):
+    """The issue's headline command, to --video with a seed: the shipped router, a varied video, outcome, weights plot."""
+    args = shlex.split(HEADLINE_PLAY)[1:] + ["--video", "fetch.mp4", "--seed", "1", *CHEAPER]
+    result = _play(args, tmp_path, play_env)
+    assert "headless" not in result.stdout and "no instruction given" not in result.stdout  # --video asks for no window
+    assert any(line.startswith("playing router fetch, seed 1: fetch scene") for line in result.stdout.splitlines())
+    _check_outcome_and_video(result.stdout, tmp_path / "fetch.mp4", (96, 160))
+    assert (tmp_path / "fetch_weights.png").stat().st_size > 0

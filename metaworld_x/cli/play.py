@@ -2,23 +2,31 @@
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import tyro
 
 from metaworld_x.errors import UserError
+
+DEFAULT_INSTRUCTION = "walk to the box, pick it up and carry it to the table"
+"""What `metaworld-x play` plays when given no instruction: the flagship task (fetch's canonical instruction in
+metaworld_x.routing.language.CATALOG, whose shipped router it finds by exact match)."""
 
 
 @dataclass(frozen=True)
 class Play:
     """Play an instruction with the shipped router and experts (or one expert), in the viewer or to a video.
 
+    Without an instruction it plays the flagship task, fetch (the instruction's default below).
+
     With a display and neither --video nor --gif, the interactive viewer opens.
     Otherwise the episode is rendered off-screen. Either way the outcome is
     printed as `success: true|false` and `return: <float>`.
     """
 
-    instruction: tyro.conf.Positional[str] = ""
-    """What the robot should do, in plain language (the router maps it to a task); optional with --expert."""
+    instruction: tyro.conf.Positional[Annotated[str | None, tyro.conf.arg(metavar="[INSTRUCTION]")]] = None
+    """What the robot should do, in plain language (the router maps it to a task); default: "walk to the box, pick
+    it up and carry it to the table" (none with --expert)."""
     expert: str | None = None
     """Play this one expert in its own tracking scene instead of the router (e.g. walk)."""
     motion: str | None = None
@@ -48,6 +56,13 @@ class Play:
     router_dir: Path | None = None
     """Folder of the shipped router; default router/."""
 
+    @property
+    def task_instruction(self) -> str:
+        """The instruction played: the one given, else DEFAULT_INSTRUCTION for the router ("" for one expert)."""
+        if self.instruction is not None:
+            return self.instruction
+        return "" if self.expert is not None else DEFAULT_INSTRUCTION
+
     def run(self) -> None:
         self._check()
         from metaworld_x.play.session import play
@@ -58,9 +73,9 @@ class Play:
         """Refuse impossible settings before anything heavy is imported."""
         from metaworld_x.play.video import check_video_path
 
-        if self.expert is None and not self.instruction.strip():
-            raise UserError('say what to do, e.g. metaworld-x play "walk to the box, pick it up and carry it to the table",'
-                            " or play one expert: metaworld-x play --expert walk")
+        if self.expert is None and not self.task_instruction.strip():
+            raise UserError(f'the instruction is empty: say what to do, e.g. metaworld-x play "{DEFAULT_INSTRUCTION}"'
+                            " (the default when none is given), or play one expert: metaworld-x play --expert walk")
         if self.steps is not None and self.steps < 1:
             raise UserError(f"--steps must be at least 1, got {self.steps}")
         if self.width < 16 or self.height < 16:

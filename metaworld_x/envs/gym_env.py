@@ -37,13 +37,17 @@ def _spaces(env: CpuEnv, obs_size: int):
 
 
 def _step_info(env: CpuEnv, state, world: int | slice) -> dict:
-    """Reward terms (they sum to the reward), success, and why the episode ended."""
+    """Reward terms (they sum to the reward), success, why the episode ended, and the physics state."""
     info = {name: np.asarray(value)[world] for name, value in state.metrics.items()}
     codes = np.asarray(state.info["termination_reason"])[world]
     info["success"] = np.asarray(state.metrics["success"])[world] > 0
     info["termination_reason"] = (
         env.reason_names[int(codes)] if np.ndim(codes) == 0 else np.asarray(env.reason_names, dtype=object)[codes]
     )
+    # the whole state, which the observation leaves partly out (root x, y, the props): what an agent that
+    # rebuilds another observation from the physics reads (metaworld_x.ExpertAgent)
+    info["qpos"] = np.array(state.data.view.qpos[world])
+    info["qvel"] = np.array(state.data.view.qvel[world])
     return info
 
 
@@ -52,8 +56,9 @@ class MetaWorldXEnv(gym.Env):
 
     Observation: the task's policy observation (`obs["state"]`). Action:
     [-1, 1]^19, servo targets around the home pose. `info` holds each scaled
-    reward term as `reward/<name>` (they sum to the reward), `success`, and
-    `termination_reason` ("none", "fall", "nonfinite_action", ...).
+    reward term as `reward/<name>` (they sum to the reward), `success`,
+    `termination_reason` ("none", "fall", "nonfinite_action", ...), and the
+    physics state `qpos` [nq] and `qvel` [nv] (the whole model's, robot first).
     """
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
@@ -74,6 +79,11 @@ class MetaWorldXEnv(gym.Env):
         self.observation_space, self.action_space = _spaces(self._env, self._state.obs["state"].shape[-1])
         self.metadata = {**self.metadata, "render_fps": int(round(1 / self._env.compiled.control_dt))}
         self._renderer = self._viewer = self._render_data = None
+
+    @property
+    def task(self):
+        """The Task simulated (metaworld_x.envs.task.Task)."""
+        return self._env.task
 
     # pickling rebuilds the env from its arguments; reset() it after loading
     def __getstate__(self):
@@ -148,6 +158,7 @@ class MetaWorldXVectorEnv(VectorEnv):
     Worlds reset themselves in the step that ends them (autoreset mode
     SAME_STEP): the returned observation is the new episode's first, and
     `info["final_obs"]` (masked by `info["_final_obs"]`) the old one's last.
+    `info` holds what the single env's does, each with a leading [num_envs].
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
@@ -169,6 +180,11 @@ class MetaWorldXVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.render_mode = None
+
+    @property
+    def task(self):
+        """The Task simulated (metaworld_x.envs.task.Task)."""
+        return self._env.task
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)

@@ -16,7 +16,7 @@ def build_scenario(config) -> Scenario:
     experts_dir = config.experts_dir or EXPERTS_DIR
     if config.expert is not None:
         return expert_scenario(config.expert, experts_dir)
-    return router_scenario(config.instruction, config.router_dir or ROUTER_DIR, experts_dir)
+    return router_scenario(config.task_instruction, config.router_dir or ROUTER_DIR, experts_dir)
 
 
 def _headless(reason: str) -> Path:
@@ -31,6 +31,8 @@ def play(config) -> None:
     from metaworld_x.play.ghost import Ghost, load_reference, motion_path
     from metaworld_x.play.viewer import display_problem
 
+    if config.instruction is None and config.expert is None:
+        print(f'no instruction given: playing the default, "{config.task_instruction}"')
     scenario = build_scenario(config)  # missing artifacts fail here, before any simulation
     if config.motion is not None:
         motion_path(config.motion)
@@ -53,7 +55,7 @@ def play(config) -> None:
         from metaworld_x.play.viewer import ViewerUnavailable, run_viewer
 
         try:
-            run_viewer(runner, config.instruction, ghost, config.steps)
+            run_viewer(runner, config.task_instruction, ghost, config.steps)
             return
         except ViewerUnavailable as error:
             video = _headless(f"no viewer window ({error})")
@@ -65,7 +67,7 @@ def play(config) -> None:
         video=video, gif=config.gif,
         plots=Path(video or config.gif).with_suffix("") if config.plots else None,
         width=config.width, height=config.height, shadows=config.shadows,
-        instruction=config.instruction,
+        instruction=config.task_instruction,
     )
     _, written = record_episode(runner, options, ghost)
     for path in written:

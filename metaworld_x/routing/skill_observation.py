@@ -100,14 +100,21 @@ class SkillObservation:
 
     def features(self, view, info, clip_time, objective_info):
         """[n] everything after proprioception in the expert's observation."""
-        parts = [reference_features(self.tracking, view, clip_time, self.clip, self.in_place)]
+        return jnp.concatenate([self.reference(view, clip_time), self.objective_features(view, info, objective_info)])
+
+    def reference(self, view, clip_time):
+        """[2 + n_future·(26 + 3K)] the phase and the clip's future frames at `clip_time`, as this expert sees them."""
+        return reference_features(self.tracking, view, clip_time, self.clip, self.in_place)
+
+    def objective_features(self, view, info, objective_info):
+        """[k] the objective's features (k = 0 without one); `info` is the scene's, `objective_info` the expert's own."""
         if self.objective_source == "scene":
-            parts.append(self.objective.features(view, {**info, **objective_info}))
-        elif self.objective_source == "shared":
-            parts.append(self.objective.features(view, info))
-        elif self.objective_source == "frozen":
-            parts.append(jnp.asarray(self.frozen_objective, jnp.float32))
-        return jnp.concatenate(parts)
+            return self.objective.features(view, {**info, **objective_info})
+        if self.objective_source == "shared":
+            return self.objective.features(view, info)
+        if self.objective_source == "frozen":
+            return jnp.asarray(self.frozen_objective, jnp.float32)
+        return jnp.zeros(0, jnp.float32)
 
 
 def objects_present(model, task) -> bool:
