@@ -17,13 +17,7 @@ from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR
 pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
 
 # Experts shipped although they miss a goal, with why; listed in experts/README.md too.
-BELOW_GOAL: dict[str, str] = {
-    "crawl": "9/10 from starts in its clip's first 4 s at seed 0 (1000-step episodes, as a router runs it; 5.7 cm, "
-             "746 per 1000 steps): the one miss starts mid-fall onto the hands (1.88 s) and deviates 1 s later. Over "
-             "50 episodes at seed 7 it is 50/50 from the clip and 50/50 from home (scripts/audit_experts.py), 5.2 and "
-             "5.4 cm; 10/10 from home at seed 0. The clip's first 3.5 s are the session-20 expert's own get-down, "
-             "simulated; fine-tuned on it for 16.0M steps (session 34)",
-}
+BELOW_GOAL: dict[str, str] = {}
 
 
 # How many of ten episodes a recount on another machine may count differently (see below).
