@@ -53,8 +53,9 @@ def main(args: Args) -> None:
     files = sorted(Path(args.routers_dir).glob("*/metrics.json"))
     if not files:
         raise UserError(f"no router metrics in {args.routers_dir}; train one with `metaworld-x train router --task T`")
-    rows = [report_row(json.loads(f.read_text())) for f in files]
-    machines = sorted({json.loads(f.read_text()).get("machine", "?") for f in files})
+    metrics = [json.loads(f.read_text()) for f in files]
+    rows = [report_row(m) for m in metrics]
+    machines = sorted({m.get("machine", "?") for m in metrics})
     header = ["task", *(f"k={k} expert data" for k in K_STEPS), *(f"k={k} after fine-tune" for k in K_STEPS),
               "success", "return", "training (min)"]
     print("| " + " | ".join(header) + " |")
