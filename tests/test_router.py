@@ -84,6 +84,22 @@ def test_weights_below_min_weight_are_dropped_and_the_rest_renormalised():
         RouterConfig(min_weight=1.0)
 
 
+def test_a_lone_kept_weight_is_exactly_one_under_jit():
+    # XLA may compute x / Σx as x · (1/Σx), which rounds a lone kept weight to
+    # 0.99999994: a mixture scaled by that differs from the expert's action, so
+    # two wordings that pick the same expert could still roll out differently.
+    from metaworld_x.routing.network import drop_small_weights
+
+    logits = jax.random.normal(jax.random.PRNGKey(0), (20_000, 10)) * 4.0
+    weights = jax.nn.softmax(logits, axis=-1)
+    lone = np.asarray(jnp.sum(weights >= 0.1, axis=-1) <= 1)
+    assert lone.sum() > 1000, "too few one-expert rows to test"
+    dropped = np.asarray(jax.jit(drop_small_weights, static_argnums=1)(weights, 0.1))
+    assert set(np.unique(dropped[lone])) == {0.0, 1.0}
+    np.testing.assert_array_equal(dropped[lone].sum(-1), 1.0)
+    np.testing.assert_array_equal(dropped[lone].argmax(-1), np.asarray(weights)[lone].argmax(-1))
+
+
 def test_fixed_expert_is_one_hot_and_must_exist():
     router = Router(RouterConfig(hidden=(16,), fixed_expert="run"), OBS, TEXT, NAMES)
     w = router.weights(router.init(jax.random.PRNGKey(0)), jnp.zeros((3, OBS)), jnp.zeros((3, TEXT)))

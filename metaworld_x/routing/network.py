@@ -129,7 +129,12 @@ def drop_small_weights(weights: jax.Array, min_weight: float) -> jax.Array:
         return weights
     keep = (weights >= min_weight) | (weights == jnp.max(weights, axis=-1, keepdims=True))
     kept = jnp.where(keep, weights, 0.0)
-    return kept / jnp.sum(kept, axis=-1, keepdims=True)
+    renormalised = kept / jnp.sum(kept, axis=-1, keepdims=True)
+    # Under jit XLA may divide as x · (1/Σx), which rounds a lone kept weight to
+    # 0.99999994; that scaled action rolls out differently from the expert's own,
+    # so one kept expert is set exactly one-hot (its gradient is 0 either way).
+    lone = jnp.sum(keep, axis=-1, keepdims=True) == 1
+    return jnp.where(lone, keep.astype(weights.dtype), renormalised)
 
 
 def hard_gumbel_softmax(logits: jax.Array, key: jax.Array | None, temperature: float) -> jax.Array:
