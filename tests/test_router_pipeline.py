@@ -53,14 +53,17 @@ def test_a_finished_run_resumes_without_redoing_its_stages(trained):
     assert (runs / "stages.json").stat().st_mtime_ns == stages
 
 
-def test_eval_router_loads_it_and_prints_the_table(trained, two_experts, capsys):
+def test_eval_router_loads_it_and_prints_the_table(trained, two_experts, tmp_path, capsys):
     folder, _, _ = trained
     code = main(["eval", "router", "--router-dir", str(folder.parent), "--experts-dir", str(two_experts),
-                 "--episodes", "2", "--steps", "15", "--instruction", "stand still", "hold still and stay upright"])
+                 "--episodes", "2", "--steps", "15", "--instruction", "stand still", "hold still and stay upright",
+                 "--plots-dir", str(tmp_path / "plots")])
     assert code == 0
     out = capsys.readouterr().out
     assert "stand" in out and "/2" in out and "hold still" in out
-    assert (folder / "weights.png").is_file()
+    # one plot per wording, in --plots-dir/<task>/ and not in the router's folder
+    assert sorted(p.name for p in (tmp_path / "plots" / "stand").iterdir()) == ["weights.png", "weights_1.png"]
+    assert not (folder / "weights_1.png").exists()
 
 
 def test_eval_router_refuses_a_different_expert_set(trained, two_experts, tmp_path, capsys):

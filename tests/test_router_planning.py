@@ -1,7 +1,6 @@
 """MPPI at run time: `metaworld-x eval router --plan mppi` plans expert weights in a shipped router's world model."""
 
 import json
-import shutil
 
 import jax
 import jax.numpy as jnp
@@ -67,9 +66,8 @@ def test_planner_leaves_a_poor_warm_start_for_weights_the_world_model_rates_high
 def test_eval_router_plan_mppi_runs_a_planned_episode_and_says_so(tmp_path, capsys):
     if not (ROUTER_DIR / "stand" / "world_model" / "world_model.json").is_file():
         pytest.skip("no shipped router/stand with its world model")
-    shutil.copytree(ROUTER_DIR / "stand", tmp_path / "router" / "stand")  # the plot is written next to the router
     out_json = tmp_path / "eval.json"
-    code = main(["eval", "router", "--task", "stand", "--router-dir", str(tmp_path / "router"), "--episodes", "1",
+    code = main(["eval", "router", "--task", "stand", "--episodes", "1", "--plots-dir", str(tmp_path / "plots"),
                  "--steps", "6", "--plan", "mppi", "--plan-samples", "16", "--plan-iterations", "1", "--plan-every", "2",
                  "--json-out", str(out_json)])
     out = capsys.readouterr().out
@@ -79,7 +77,7 @@ def test_eval_router_plan_mppi_runs_a_planned_episode_and_says_so(tmp_path, caps
     [report] = json.loads(out_json.read_text())
     [row] = report["rows"]
     assert report["weights_from"].startswith("MPPI") and row["weights_png"].endswith("weights_mppi.png")
-    assert (tmp_path / "router" / "stand" / "weights_mppi.png").stat().st_size > 0
+    assert (tmp_path / "plots" / "stand" / "weights_mppi.png").stat().st_size > 0
     assert row["episodes"] == 1 and row["success"] in (0, 1) and np.isfinite(row["return_mean"])
     assert row["planner"]["steps"] == row["episode_length_mean"] > 0
     assert 0 <= row["planner"]["steps_off_router"] <= row["planner"]["steps"]

@@ -77,6 +77,9 @@ class EvalRouter:
     """Where the experts are installed; default experts/."""
     json_out: Path | None = None
     """Also write the results to this JSON file."""
+    plots_dir: Path | None = None
+    """Where the expert-weight plots go, as PLOTS_DIR/<task>/weights*.png; default each router's own folder
+    (router/<task>/weights.png for the trained wording, weights_<i>.png for the others)."""
     plan: Literal["none", "mppi"] = "none"
     """Execute the router's weights (none), or weights planned by MPPI in the router's shipped world model
     (router/<task>/world_model/) around the router's own, replanned every --plan-every steps in each world (slower)."""
@@ -121,8 +124,12 @@ class EvalRouter:
             wordings = list(self.instruction) or [record["instruction"]]
             if self.probes:
                 wordings += list(PROBES.get(record["task"], ()))
+            plots = None
+            if self.plots_dir is not None:
+                plots = self.plots_dir / folder.name
+                plots.mkdir(parents=True, exist_ok=True)
             report = evaluate_router(folder, self.experts_dir or EXPERTS_DIR, wordings, self.episodes, self.seed, self.steps,
-                                     plan=planner)
+                                     plan=planner, plots_dir=plots)
             metrics_path = folder / "metrics.json"
             report["metrics"] = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
             reports.append(report)

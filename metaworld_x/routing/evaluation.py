@@ -41,9 +41,12 @@ def shipped_routers(router_root: Path) -> list[Path]:
 
 
 def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, episodes: int = 10, seed: int = 0,
-                    steps: int | None = None, resolver=None, plan=None) -> dict:
+                    steps: int | None = None, resolver=None, plan=None, plots_dir: Path | None = None) -> dict:
     """Success k/episodes, return, time to success and weights over time, for each instruction (default: the trained
-    one); with `plan` (an MppiConfig), of the weights MPPI plans in the router's world model."""
+    one); with `plan` (an MppiConfig), of the weights MPPI plans in the router's world model.
+
+    The weight plots go to `plots_dir` (default the router's own folder): weights.png for the trained wording,
+    weights_<i>.png for the i-th wording after it."""
     from metaworld_x.envs.tasks import make_task
     from metaworld_x.routing.checkpoint import load_router
     from metaworld_x.routing.curves import plot_weights
@@ -82,7 +85,7 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
             results = run_episodes(runner, behaviour, key, steps)
             extra = {"planner": planner_departure(executed, results.weights)}
         stem = "weights" if plan is None else "weights_mppi"
-        png = router_dir / (f"{stem}.png" if instruction == record["instruction"] else f"{stem}_{len(rows)}.png")
+        png = Path(plots_dir or router_dir) / (f"{stem}.png" if instruction == record["instruction"] else f"{stem}_{len(rows)}.png")
         title = f"{record['task']}: {instruction!r}" + ("" if plan is None else "\nweights planned by MPPI in the world model")
         plot_weights(png, results.weights, experts.names, scene.config.frame_skip * 0.002, title)
         rows.append({"instruction": instruction, "resolved_task": resolved, **results.summary(), **extra, "weights_png": str(png)})

@@ -105,17 +105,21 @@ def planned_behaviour(router, params, text: np.ndarray, model, wm_params, config
     if model.cond_size != router.num_experts or model.obs_size != router.obs_size:
         raise UserError(f"the world model (obs {model.obs_size}, cond {model.cond_size}) is not the router's"
                         f" (obs {router.obs_size}, {router.num_experts} experts): use the one shipped with it")
-    logits_fn, weights_fn = _jitted(router, "logits"), _jitted(router, "weights")
+    logits_fn, from_logits_fn = _jitted(router, "logits"), _jitted(router, "weights_from_logits")
     plan = batched_planner(model, config, router.config.min_weight)
     current = {}
 
     def choose(obs, t, key):
+        replan = t % config.every == 0
+        if not replan and record is None:
+            return current["plan"][:, t % config.every]
         obs, text_b = jnp.asarray(obs), jnp.asarray(np.broadcast_to(text, (obs.shape[0], text.shape[-1])))
-        if t % config.every == 0:
-            current["plan"] = np.asarray(plan(wm_params, obs, logits_fn(params, obs, text_b), key))  # [B, H, K]
+        logits = logits_fn(params, obs, text_b)
+        if replan:
+            current["plan"] = np.asarray(plan(wm_params, obs, logits, key))  # [B, H, K]
         w = current["plan"][:, t % config.every]
         if record is not None:
-            record.append((np.asarray(weights_fn(params, obs, text_b)), w))
+            record.append((np.asarray(from_logits_fn(logits)), w))
         return w
 
     return choose
