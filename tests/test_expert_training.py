@@ -40,7 +40,7 @@ def test_resume_continues_bit_for_bit_on_the_cpu_backend(tmp_path):
 
 
 def test_shipped_expert_loads_without_training_code_and_evaluates(tmp_path):
-    # stand's own episodes last 1000 steps; 100 keep the three evaluations below short
+    # stand's own episodes last 1000 steps; 100 keep the evaluations below short
     spec = replace(expert_spec("stand", total_env_steps=8 * 4 * 2, **TINY), eval_episode_length=100)
     result = train_expert(spec, tmp_path / "run", progress=False)
     out = ship_expert(spec, result, tmp_path / "stand", video=False)

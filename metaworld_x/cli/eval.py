@@ -124,10 +124,7 @@ class EvalRouter:
             wordings = list(self.instruction) or [record["instruction"]]
             if self.probes:
                 wordings += list(PROBES.get(record["task"], ()))
-            plots = None
-            if self.plots_dir is not None:
-                plots = self.plots_dir / folder.name
-                plots.mkdir(parents=True, exist_ok=True)
+            plots = None if self.plots_dir is None else self.plots_dir / folder.name
             report = evaluate_router(folder, self.experts_dir or EXPERTS_DIR, wordings, self.episodes, self.seed, self.steps,
                                      plan=planner, plots_dir=plots)
             metrics_path = folder / "metrics.json"

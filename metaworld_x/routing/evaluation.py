@@ -64,6 +64,8 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
     runner = SceneRunner(scene, experts.params, episodes)
     steps = steps or int(record.get("eval_steps") or scene.config.episode_length)
     world_model = shipped_world_model(router_dir) if plan is not None else None
+    plots_dir = Path(plots_dir or router_dir)
+    plots_dir.mkdir(parents=True, exist_ok=True)
     rows = []
     for instruction in instructions or [record["instruction"]]:
         if instruction == record["instruction"]:
@@ -85,7 +87,7 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
             results = run_episodes(runner, behaviour, key, steps)
             extra = {"planner": planner_departure(executed, results.weights)}
         stem = "weights" if plan is None else "weights_mppi"
-        png = Path(plots_dir or router_dir) / (f"{stem}.png" if instruction == record["instruction"] else f"{stem}_{len(rows)}.png")
+        png = plots_dir / (f"{stem}.png" if instruction == record["instruction"] else f"{stem}_{len(rows)}.png")
         title = f"{record['task']}: {instruction!r}" + ("" if plan is None else "\nweights planned by MPPI in the world model")
         plot_weights(png, results.weights, experts.names, scene.config.frame_skip * 0.002, title)
         rows.append({"instruction": instruction, "resolved_task": resolved, **results.summary(), **extra, "weights_png": str(png)})
