@@ -1,0 +1,96 @@
+"""Where fetch episodes go wrong: one expert alone (default carry) on the fetch scene, traced per episode.
+
+    python scripts/trace_fetch.py --experts-dir experts --seed 0 --episodes 10
+
+For each episode: the step each sub-goal is reached, where the box is (relative to its resting place on the
+table) when it comes down to 10 cm above that place, the most it leans over the next 50 steps, and how the
+episode ends. The seeds are `eval router`'s (PRNGKey(seed + 10000)), so with the fetch router's weight all on
+carry the episodes are the router's. Session 42 used it to find why carry misses: the box is lowered before the
+robot has reached the table, and dragged across its top.
+"""
+
+import argparse
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from metaworld_x.envs.tasks import make_task
+from metaworld_x.envs.tasks.composite import SUBGOALS
+from metaworld_x.routing.experts import ExpertSet
+from metaworld_x.routing.pipeline import installed_experts
+from metaworld_x.routing.rollouts import SceneRunner
+from metaworld_x.routing.scene import build_expert_scene
+from metaworld_x.scene.props import BOX_HALF_SIZE
+
+LOWERED = 0.10  # m above the resting place: the box is on its way down
+LEAN_WINDOW = 50  # steps after it gets there over which its lean is taken
+
+
+def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) -> dict[str, np.ndarray]:
+    """Per step and world: phase, box offset from its resting place [3], box tilt (deg), alive."""
+    dirs = installed_experts(experts_dir)
+    experts = ExpertSet.load(dirs)
+    if expert not in experts.names:
+        raise SystemExit(f"no expert {expert!r} in {experts_dir}; installed: {', '.join(experts.names)}")
+    scene, _ = build_expert_scene(make_task("fetch"), dirs, dict(zip(experts.names, experts.specs)))
+    runner = SceneRunner(scene, experts.params, episodes)
+    weights = np.zeros((episodes, len(experts.names)), np.float32)
+    weights[:, experts.names.index(expert)] = 1.0
+    key, reset_key = jax.random.split(jax.random.PRNGKey(seed + 10_000))
+    state = runner.env.reset(reset_key)
+    alive = np.ones(episodes, bool)
+    log = {"phase": [], "offset": [], "tilt": [], "alive": [], "reason": []}
+    for _ in range(steps):
+        state = runner.env.step(state, runner.act(state, weights))
+        view = state.data.view
+        rest = np.asarray(view.site("table")) + np.array([0.0, 0.0, BOX_HALF_SIZE[2]])
+        up = np.clip(np.asarray(view.site_rot("box"))[:, 2, 2], -1.0, 1.0)
+        log["phase"].append(np.asarray(state.info["phase"]))
+        log["offset"].append(np.asarray(view.site("box")) - rest)
+        log["tilt"].append(np.degrees(np.arccos(up)))
+        log["alive"].append(alive.copy())
+        log["reason"].append(np.asarray(state.info["termination_reason"]))
+        alive = alive & ~np.asarray(state.done)
+        if not alive.any():
+            break
+    return {k: np.stack(v) for k, v in log.items()} | {"reasons": runner.env.reason_names}
+
+
+def episode_line(log: dict, b: int) -> str:
+    last = int(log["alive"][:, b].sum()) - 1  # the step its episode ended on (auto-reset follows)
+    phase, offset, tilt = log["phase"][: last + 1, b], log["offset"][: last + 1, b], log["tilt"][: last + 1, b]
+    reached = [next((str(t) for t, p in enumerate(phase) if p > i), "—") for i in range(len(SUBGOALS))]
+    low = next((t for t, o in enumerate(offset) if np.linalg.norm(o[:2]) < 0.5 and o[2] < LOWERED), None)
+    if low is None:
+        lowered = "never lowered onto the table"
+    else:
+        x, y, _ = offset[low] * 100
+        lowered = f"lowered at {low}: {x:+.0f} {y:+.0f} cm off; lean {tilt[low:low + LEAN_WINDOW].max():.0f}°"
+    end = log["reasons"][int(log["reason"][last, b])]
+    before = max(last - 1, 0)  # the ending step's view is already the reset world's
+    return (f"{b:>3} {' '.join(f'{r:>5}' for r in reached)}  {lowered:<44} end {last + 1} ({end}),"
+            f" then the box {np.linalg.norm(offset[before]) * 100:.0f} cm off its place, leaning {tilt[before]:.0f}°")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experts-dir", type=Path, default=Path("experts"))
+    parser.add_argument("--expert", default="carry")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--episodes", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=1000)
+    args = parser.parse_args()
+    log = trace(args.experts_dir, args.expert, args.seed, args.episodes, args.steps)
+    print(f"{args.expert} alone on fetch, seed {args.seed}: step each sub-goal is reached; the box's offset from its"
+          f" resting place (x y) when it comes within {LOWERED * 100:.0f} cm above it, and its greatest lean"
+          f" over the next {LEAN_WINDOW} steps")
+    print(f"{'ep':>3} " + " ".join(f"{g[:5]:>5}" for g in SUBGOALS))
+    for b in range(args.episodes):
+        print(episode_line(log, b))
+    placed = ((log["phase"] >= len(SUBGOALS)) & log["alive"]).any(axis=0).sum()
+    print(f"placed: {placed}/{args.episodes}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""scripts/trace_fetch.py: one episode's line, read from a traced log made here by hand."""
+
+import importlib.util
+
+import numpy as np
+
+from metaworld_x.paths import PROJECT_DIR
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("trace_fetch", PROJECT_DIR / "scripts" / "trace_fetch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _log(steps: int = 12) -> dict:
+    """One world: sub-goals at steps 2, 4, 6 and 9; the box comes down 12 cm short at step 7, leans 40°
+    at step 8, and the episode falls at step 10, whose view is already the reset world's."""
+    phase = np.array([0, 0, 1, 1, 2, 2, 3, 3, 3, 4, 0, 0])[:steps, None]
+    offset = np.tile([[-0.3, 0.0, 0.4]], (steps, 1))
+    offset[7:10] = [[-0.12, 0.03, 0.08], [-0.05, 0.03, 0.02], [-0.01, 0.0, 0.0]]
+    offset[10:] = [1.8, 0.0, 0.5]  # the reset world's box, back on its stand
+    tilt = np.zeros(steps)
+    tilt[8], tilt[9], tilt[10] = 40.0, 12.0, 0.0
+    alive = np.arange(steps)[:, None] <= 10
+    reason = np.zeros((steps, 1), int)
+    reason[10] = 2
+    return {"phase": phase, "offset": offset[:, None], "tilt": tilt[:, None], "alive": alive, "reason": reason,
+            "reasons": ("none", "time_limit", "fall")}
+
+
+def test_an_episode_line_gives_each_subgoal_step_the_lowering_and_the_end_before_the_reset():
+    line = _script().episode_line(_log(), 0)
+    assert line.split()[:5] == ["0", "2", "4", "6", "9"]
+    assert "lowered at 7: -12 +3 cm off; lean 40°" in line
+    assert "end 11 (fall)" in line
+    assert "the box 1 cm off its place, leaning 12°" in line  # step 9's box, not the reset world's
+
+
+def test_a_subgoal_never_reached_and_a_box_never_lowered_are_said_so():
+    log = _log()
+    log["phase"] = np.minimum(log["phase"], 2)
+    log["offset"][:, 0, 2] = 0.4
+    line = _script().episode_line(log, 0)
+    assert line.split()[:5] == ["0", "2", "4", "—", "—"]
+    assert "never lowered onto the table" in line
