@@ -3,10 +3,11 @@
     python scripts/trace_fetch.py --experts-dir experts --seed 0 --episodes 10
 
 For each episode: the step each sub-goal is reached, where the box is (relative to its resting place on the
-table) when it comes down to 10 cm above that place, the most it leans over the next 50 steps, and how the
-episode ends. The seeds are `eval router`'s (PRNGKey(seed + 10000)), so with the fetch router's weight all on
-carry the episodes are the router's. Session 42 used it to find why carry misses: the box is lowered before the
-robot has reached the table, and dragged across its top.
+table) when it comes down to 10 cm above that place, where the expert's clip has its box at that step (how far
+from its place and how high above it), the most the box leans over the next 50 steps, and how the episode ends.
+The seeds are `eval router`'s (PRNGKey(seed + 10000)), so with the fetch router's weight all on carry the
+episodes are the router's. Session 42 used it to find why carry misses: the box comes down lower than the
+clip's, meets the table top short of its place, and drags across it.
 """
 
 import argparse
@@ -17,6 +18,8 @@ import numpy as np
 
 from metaworld_x.envs.tasks import make_task
 from metaworld_x.envs.tasks.composite import SUBGOALS
+from metaworld_x.motion.clip import load_clip
+from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.routing.experts import ExpertSet
 from metaworld_x.routing.pipeline import installed_experts
 from metaworld_x.routing.rollouts import SceneRunner
@@ -28,12 +31,13 @@ LEAN_WINDOW = 50  # steps after it gets there over which its lean is taken
 
 
 def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) -> dict[str, np.ndarray]:
-    """Per step and world: phase, box offset from its resting place [3], box tilt (deg), alive."""
+    """Per step and world: phase, box offset from its resting place [3], box tilt (deg), alive; per step, the
+    clip's box: (horizontal distance, height) from its last position, where the clip sets it down (nan without one)."""
     dirs = installed_experts(experts_dir)
     experts = ExpertSet.load(dirs)
     if expert not in experts.names:
         raise SystemExit(f"no expert {expert!r} in {experts_dir}; installed: {', '.join(experts.names)}")
-    scene, _ = build_expert_scene(make_task("fetch"), dirs, dict(zip(experts.names, experts.specs)))
+    scene, record = build_expert_scene(make_task("fetch"), dirs, dict(zip(experts.names, experts.specs)))
     runner = SceneRunner(scene, experts.params, episodes)
     weights = np.zeros((episodes, len(experts.names)), np.float32)
     weights[:, experts.names.index(expert)] = 1.0
@@ -54,7 +58,15 @@ def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) 
         alive = alive & ~np.asarray(state.done)
         if not alive.any():
             break
-    return {k: np.stack(v) for k, v in log.items()} | {"reasons": runner.env.reason_names}
+    clip = load_clip(MOTIONS_DIR / f"{record[expert]['clip']}.npz")
+    dt = scene.config.frame_skip * 0.002
+    clip_box = np.full((len(log["phase"]), 2), np.nan)
+    if clip.object_pose is not None:  # the expert's clock starts at start_time and runs one step ahead of the log
+        box = clip.object_pose[:, 4:]
+        frames = np.minimum(np.round((record[expert]["start_time"] + dt * np.arange(1, len(clip_box) + 1)) * clip.fps),
+                            len(box) - 1).astype(int)
+        clip_box = np.stack([np.linalg.norm(box[frames, :2] - box[-1, :2], axis=1), box[frames, 2] - box[-1, 2]], axis=1)
+    return {k: np.stack(v) for k, v in log.items()} | {"reasons": runner.env.reason_names, "clip_box": clip_box}
 
 
 def episode_line(log: dict, b: int) -> str:
@@ -66,10 +78,12 @@ def episode_line(log: dict, b: int) -> str:
         lowered = "never lowered onto the table"
     else:
         x, y, _ = offset[low] * 100
-        lowered = f"lowered at {low}: {x:+.0f} {y:+.0f} cm off; lean {tilt[low:low + LEAN_WINDOW].max():.0f}°"
+        away, up = log["clip_box"][low] * 100
+        lowered = (f"lowered at {low}: {x:+.0f} {y:+.0f} cm off (clip: {away:.0f} away, {up:.0f} up);"
+                   f" lean {tilt[low:low + LEAN_WINDOW].max():.0f}°")
     end = log["reasons"][int(log["reason"][last, b])]
     before = max(last - 1, 0)  # the ending step's view is already the reset world's
-    return (f"{b:>3} {' '.join(f'{r:>5}' for r in reached)}  {lowered:<44} end {last + 1} ({end}),"
+    return (f"{b:>3} {' '.join(f'{r:>5}' for r in reached)}  {lowered:<66} end {last + 1} ({end}),"
             f" then the box {np.linalg.norm(offset[before]) * 100:.0f} cm off its place, leaning {tilt[before]:.0f}°")
 
 
@@ -83,7 +97,8 @@ def main():
     args = parser.parse_args()
     log = trace(args.experts_dir, args.expert, args.seed, args.episodes, args.steps)
     print(f"{args.expert} alone on fetch, seed {args.seed}: step each sub-goal is reached; the box's offset from its"
-          f" resting place (x y) when it comes within {LOWERED * 100:.0f} cm above it, and its greatest lean"
+          f" resting place (x y) when it comes within {LOWERED * 100:.0f} cm above it, with the clip's box at that"
+          f" step (cm from its place, cm above it), and its greatest lean"
           f" over the next {LEAN_WINDOW} steps")
     print(f"{'ep':>3} " + " ".join(f"{g[:5]:>5}" for g in SUBGOALS))
     for b in range(args.episodes):

@@ -26,14 +26,15 @@ def _log(steps: int = 12) -> dict:
     alive = np.arange(steps)[:, None] <= 10
     reason = np.zeros((steps, 1), int)
     reason[10] = 2
+    clip_box = np.tile([[0.21, 0.20]], (steps, 1))  # the clip's box 21 cm from its place and 20 cm above it
     return {"phase": phase, "offset": offset[:, None], "tilt": tilt[:, None], "alive": alive, "reason": reason,
-            "reasons": ("none", "time_limit", "fall")}
+            "reasons": ("none", "time_limit", "fall"), "clip_box": clip_box}
 
 
 def test_an_episode_line_gives_each_subgoal_step_the_lowering_and_the_end_before_the_reset():
     line = _script().episode_line(_log(), 0)
     assert line.split()[:5] == ["0", "2", "4", "6", "9"]
-    assert "lowered at 7: -12 +3 cm off; lean 40°" in line
+    assert "lowered at 7: -12 +3 cm off (clip: 21 away, 20 up); lean 40°" in line
     assert "end 11 (fall)" in line
     assert "the box 1 cm off its place, leaning 12°" in line  # step 9's box, not the reset world's
 
