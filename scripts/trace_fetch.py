@@ -17,6 +17,7 @@ import jax
 import numpy as np
 
 from metaworld_x.envs.tasks import make_task
+from metaworld_x.envs.tasks.box import resting_place
 from metaworld_x.envs.tasks.composite import SUBGOALS
 from metaworld_x.motion.clip import load_clip
 from metaworld_x.paths import MOTIONS_DIR
@@ -24,7 +25,6 @@ from metaworld_x.routing.experts import ExpertSet
 from metaworld_x.routing.pipeline import installed_experts
 from metaworld_x.routing.rollouts import SceneRunner
 from metaworld_x.routing.scene import build_expert_scene
-from metaworld_x.scene.props import BOX_HALF_SIZE
 
 LOWERED = 0.10  # m above the resting place: the box is on its way down
 LEAN_WINDOW = 50  # steps after it gets there over which its lean is taken
@@ -48,10 +48,9 @@ def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) 
     for _ in range(steps):
         state = runner.env.step(state, runner.act(state, weights))
         view = state.data.view
-        rest = np.asarray(view.site("table")) + np.array([0.0, 0.0, BOX_HALF_SIZE[2]])
         up = np.clip(np.asarray(view.site_rot("box"))[:, 2, 2], -1.0, 1.0)
         log["phase"].append(np.asarray(state.info["phase"]))
-        log["offset"].append(np.asarray(view.site("box")) - rest)
+        log["offset"].append(np.asarray(view.site("box")) - np.asarray(resting_place(view)))
         log["tilt"].append(np.degrees(np.arccos(up)))
         log["alive"].append(alive.copy())
         log["reason"].append(np.asarray(state.info["termination_reason"]))
@@ -59,7 +58,7 @@ def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) 
         if not alive.any():
             break
     clip = load_clip(MOTIONS_DIR / f"{record[expert]['clip']}.npz")
-    dt = scene.config.frame_skip * 0.002
+    dt = runner.env.compiled.control_dt
     clip_box = np.full((len(log["phase"]), 2), np.nan)
     if clip.object_pose is not None:  # the expert's clock starts at start_time and runs one step ahead of the log
         box = clip.object_pose[:, 4:]

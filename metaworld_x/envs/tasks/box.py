@@ -68,6 +68,11 @@ def grip(view):
     return jnp.maximum(score(1.0), score(-1.0))
 
 
+def resting_place(view):
+    """Where the box's centre is when it rests on the middle of the table top (the "table" site)."""
+    return view.site("table") + jnp.asarray([0.0, 0.0, BOX_HALF_SIZE[2]])
+
+
 def level(view):
     """The box upright: 1 within 8° of it, falling linearly to 0 at 47° (by the cosine of its tilt)."""
     return closeness(1.0 - view.site_rot("box")[2, 2], near=0.01, margin=0.3)

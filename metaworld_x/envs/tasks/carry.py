@@ -7,7 +7,7 @@ import numpy as np
 
 from metaworld_x.envs.rewards import closeness, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
-from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, UPRIGHT_TILT_DEG, box_features, check_max_tilt, grip, level, upright
+from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, UPRIGHT_TILT_DEG, box_features, check_max_tilt, grip, level, resting_place, upright
 from metaworld_x.errors import UserError
 from metaworld_x.scene.compose import Placement
 from metaworld_x.scene.props import BOX_HALF_SIZE, default_box_height
@@ -102,8 +102,7 @@ class Carry(Task):
         return (Placement("box", start), *props)
 
     def _box_to_goal(self, view):
-        goal = view.site("table") + jnp.asarray([0.0, 0.0, BOX_HALF_SIZE[2]])
-        return jnp.linalg.norm(view.site("box") - goal)
+        return jnp.linalg.norm(view.site("box") - resting_place(view))
 
     def features(self, view, info):
         return box_features(view, "table")

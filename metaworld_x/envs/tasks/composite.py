@@ -7,9 +7,8 @@ import jax.numpy as jnp
 from metaworld_x.envs.observations import site_distances
 from metaworld_x.envs.rewards import closeness, stance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
-from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, HOLDING_DISTANCE, PALMS, UPRIGHT_TILT_DEG, box_features, check_max_tilt, upright
+from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, HOLDING_DISTANCE, PALMS, UPRIGHT_TILT_DEG, box_features, check_max_tilt, resting_place, upright
 from metaworld_x.scene.compose import FETCH_BOX
-from metaworld_x.scene.props import BOX_HALF_SIZE
 
 # Sub-goals in order; `info["phase"]` counts those reached (0 to 4).
 SUBGOALS = ("approach", "lift", "transport", "place")
@@ -75,8 +74,7 @@ class Fetch(Task):
         palms = site_distances(view, PALMS, box).max()
         lift_target = BOX_START_HEIGHT + self.config.lift_height
         horizontal = jnp.linalg.norm(box[:2] - table[:2])
-        resting = table + jnp.asarray([0.0, 0.0, BOX_HALF_SIZE[2]])
-        to_rest = jnp.linalg.norm(box - resting)
+        to_rest = jnp.linalg.norm(box - resting_place(view))
         held = palms < HOLDING_DISTANCE + 0.05
         met = jnp.stack([
             held,
