@@ -8,6 +8,11 @@ from its place and how high above it), the most the box leans over the next 50 s
 The seeds are `eval router`'s (PRNGKey(seed + 10000)), so with the fetch router's weight all on carry the
 episodes are the router's. Session 42 used it to find why carry misses: the box comes down lower than the
 clip's, meets the table top short of its place, and drags across it.
+
+Then, at a few steps around the set-down, where the box is relative to the pelvis (ahead of it and above it, in
+its heading frame), averaged over the episodes still running, against the clip's box relative to the clip's
+pelvis at the same clip time: whether the robot holds and lowers the box as its clip does (session 43: 4 cm nearer
+its body, and lowered straight down where the clip reaches out).
 """
 
 import argparse
@@ -16,6 +21,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from metaworld_x.envs.observations import relative_to_robot, to_heading_frame
 from metaworld_x.envs.tasks import make_task
 from metaworld_x.envs.tasks.box import resting_place
 from metaworld_x.envs.tasks.composite import SUBGOALS
@@ -28,11 +34,13 @@ from metaworld_x.routing.scene import build_expert_scene
 
 LOWERED = 0.10  # m above the resting place: the box is on its way down
 LEAN_WINDOW = 50  # steps after it gets there over which its lean is taken
+REACH_STEPS = (300, 330, 345, 350, 355, 360)  # the walk's end and the set-down, on the clip's clock
 
 
 def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) -> dict[str, np.ndarray]:
-    """Per step and world: phase, box offset from its resting place [3], box tilt (deg), alive; per step, the
-    clip's box: (horizontal distance, height) from its last position, where the clip sets it down (nan without one)."""
+    """Per step and world: phase, box offset from its resting place [3], box relative to the pelvis [3] (heading
+    frame), box tilt (deg), alive; per step, the clip's box: (horizontal distance, height) from its last position,
+    where the clip sets it down, and relative to the clip's pelvis [3] (nan without a box)."""
     dirs = installed_experts(experts_dir)
     experts = ExpertSet.load(dirs)
     if expert not in experts.names:
@@ -44,13 +52,14 @@ def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) 
     key, reset_key = jax.random.split(jax.random.PRNGKey(seed + 10_000))
     state = runner.env.reset(reset_key)
     alive = np.ones(episodes, bool)
-    log = {"phase": [], "offset": [], "tilt": [], "alive": [], "reason": []}
+    log = {"phase": [], "offset": [], "held": [], "tilt": [], "alive": [], "reason": []}
     for _ in range(steps):
         state = runner.env.step(state, runner.act(state, weights))
         view = state.data.view
         up = np.clip(np.asarray(view.site_rot("box"))[:, 2, 2], -1.0, 1.0)
         log["phase"].append(np.asarray(state.info["phase"]))
         log["offset"].append(np.asarray(view.site("box")) - np.asarray(resting_place(view)))
+        log["held"].append(np.asarray(relative_to_robot(view, view.site("box"))))
         log["tilt"].append(np.degrees(np.arccos(up)))
         log["alive"].append(alive.copy())
         log["reason"].append(np.asarray(state.info["termination_reason"]))
@@ -59,13 +68,15 @@ def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) 
             break
     clip = load_clip(MOTIONS_DIR / f"{record[expert]['clip']}.npz")
     dt = runner.env.compiled.control_dt
-    clip_box = np.full((len(log["phase"]), 2), np.nan)
+    clip_box, clip_held = np.full((len(log["phase"]), 2), np.nan), np.full((len(log["phase"]), 3), np.nan)
     if clip.object_pose is not None:  # the expert's clock starts at start_time and runs one step ahead of the log
         box = clip.object_pose[:, 4:]
         frames = np.minimum(np.round((record[expert]["start_time"] + dt * np.arange(1, len(clip_box) + 1)) * clip.fps),
                             len(box) - 1).astype(int)
         clip_box = np.stack([np.linalg.norm(box[frames, :2] - box[-1, :2], axis=1), box[frames, 2] - box[-1, 2]], axis=1)
-    return {k: np.stack(v) for k, v in log.items()} | {"reasons": runner.env.reason_names, "clip_box": clip_box}
+        clip_held = np.asarray(to_heading_frame(box[frames] - clip.root_pos[frames], clip.root_quat[frames]))
+    return {k: np.stack(v) for k, v in log.items()} | {"reasons": runner.env.reason_names, "clip_box": clip_box,
+                                                       "clip_held": clip_held}
 
 
 def episode_line(log: dict, b: int) -> str:
@@ -86,6 +97,17 @@ def episode_line(log: dict, b: int) -> str:
             f" then the box {np.linalg.norm(offset[before]) * 100:.0f} cm off its place, leaning {tilt[before]:.0f}°")
 
 
+def reach_line(log: dict, step: int) -> str:
+    """At `step`: the box ahead of and above the pelvis (cm), mean ± sd over the episodes still running, and the clip's."""
+    running = log["alive"][step + 1]  # alive after the step: an episode that ended on it shows the reset world
+    if not running.any():
+        return f"{step:>4}  no episode still running"
+    held = log["held"][step, running] * 100
+    ahead, up = log["clip_held"][step, [0, 2]] * 100
+    return (f"{step:>4}  robot {held[:, 0].mean():5.1f} ± {held[:, 0].std():3.1f} ahead, {held[:, 2].mean():5.1f} ±"
+            f" {held[:, 2].std():3.1f} up ({running.sum()} episodes);  clip {ahead:5.1f} ahead, {up:5.1f} up")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experts-dir", type=Path, default=Path("experts"))
@@ -104,6 +126,9 @@ def main():
         print(episode_line(log, b))
     placed = ((log["phase"] >= len(SUBGOALS)) & log["alive"]).any(axis=0).sum()
     print(f"placed: {placed}/{args.episodes}")
+    print("the box relative to the pelvis (cm, its heading frame), robot against clip:")
+    for step in (t for t in REACH_STEPS if t + 1 < len(log["alive"])):
+        print(reach_line(log, step))
 
 
 if __name__ == "__main__":

@@ -27,8 +27,11 @@ def _log(steps: int = 12) -> dict:
     reason = np.zeros((steps, 1), int)
     reason[10] = 2
     clip_box = np.tile([[0.21, 0.20]], (steps, 1))  # the clip's box 21 cm from its place and 20 cm above it
-    return {"phase": phase, "offset": offset[:, None], "tilt": tilt[:, None], "alive": alive, "reason": reason,
-            "reasons": ("none", "time_limit", "fall"), "clip_box": clip_box}
+    held = np.tile([[0.27, 0.0, -0.14]], (steps, 1))  # the box 27 cm ahead of the pelvis and 14 cm below it
+    held[10:] = [0.9, 0.0, -0.6]  # the reset world's box, back on its stand
+    clip_held = np.tile([[0.34, 0.0, -0.08]], (steps, 1))
+    return {"phase": phase, "offset": offset[:, None], "held": held[:, None], "tilt": tilt[:, None], "alive": alive,
+            "reason": reason, "reasons": ("none", "time_limit", "fall"), "clip_box": clip_box, "clip_held": clip_held}
 
 
 def test_an_episode_line_gives_each_subgoal_step_the_lowering_and_the_end_before_the_reset():
@@ -46,3 +49,16 @@ def test_a_subgoal_never_reached_and_a_box_never_lowered_are_said_so():
     line = _script().episode_line(log, 0)
     assert line.split()[:5] == ["0", "2", "4", "—", "—"]
     assert "never lowered onto the table" in line
+
+
+def test_the_reach_line_averages_the_running_episodes_and_sets_the_clip_beside_them():
+    log = _log()
+    # A second world, 31 cm ahead and 10 cm down, that ends on step 5 (its later views are the reset world's).
+    for key, value in (("held", [0.31, 0.0, -0.10]), ("offset", [-0.3, 0.0, 0.4]), ("tilt", 0.0)):
+        log[key] = np.concatenate([log[key], np.broadcast_to(value, log[key][:, :1].shape)], axis=1)
+    log["alive"] = np.concatenate([log["alive"], np.arange(12)[:, None] <= 5], axis=1)
+    script = _script()
+    assert script.reach_line(log, 4) == (
+        "   4  robot  29.0 ± 2.0 ahead, -12.0 ± 2.0 up (2 episodes);  clip  34.0 ahead,  -8.0 up")
+    assert "(1 episodes)" in script.reach_line(log, 5)  # the second world's episode ended on step 5
+    assert script.reach_line(log, 10) == "  10  no episode still running"
