@@ -77,7 +77,9 @@ RECIPES = (
     # down. The carry clip alone starts with the box in the hands, which no expert puts there (fetch 0/10).
     # The person's left foot floats 6-8 cm above the floor from the lift on, also where it stands still between
     # steps, so it is never pinned and the clip hops on the right foot. hover_height=0.1 pins it (session 35), but
-    # the carry expert fine-tuned on that clip scored 6/10 from home (9/10 shipped): not shipped yet.
+    # the carry expert fine-tuned on that clip scored 6/10 from home (9/10 shipped), and in session 44 (with
+    # GripConfig.balance_smoothing_s 0.25, without which the pinned clip's pelvis jumps 9-10 cm in a frame at
+    # five steps) 5/10 after 10.5M steps: not shipped.
     Recipe("pickup_carry", "carry", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 4.6),
     # reach_one_hand is keyframed (metaworld_x.motion.keyframes): DeepMimic's punch, the only one-arm reach
     # here, lunges 1.3 m and asks the right shoulder for more than its servo range; no policy learned it.

@@ -12,7 +12,9 @@ clip's, meets the table top short of its place, and drags across it.
 Then, at a few steps around the set-down, where the box is relative to the pelvis (ahead of it and above it, in
 its heading frame), averaged over the episodes still running, against the clip's box relative to the clip's
 pelvis at the same clip time: whether the robot holds and lowers the box as its clip does (session 43: 4 cm nearer
-its body, and lowered straight down where the clip reaches out).
+its body, and lowered straight down where the clip reaches out). And where the robot's pelvis is against the
+clip's (the fetch scene is laid out as the clip, so the two share a frame), in the clip pelvis's heading frame:
+a box set down short is either held short of the pelvis or carried by a pelvis that stops short.
 """
 
 import argparse
@@ -21,7 +23,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from metaworld_x.envs.expert import expert_task
 from metaworld_x.envs.observations import relative_to_robot, to_heading_frame
+from metaworld_x.envs.reference import frame_at
 from metaworld_x.envs.tasks import make_task
 from metaworld_x.envs.tasks.box import resting_place
 from metaworld_x.envs.tasks.composite import SUBGOALS
@@ -30,7 +34,7 @@ from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.routing.experts import ExpertSet
 from metaworld_x.routing.pipeline import installed_experts
 from metaworld_x.routing.rollouts import SceneRunner
-from metaworld_x.routing.scene import build_expert_scene
+from metaworld_x.routing.scene import build_expert_scene, load_expert_spec
 
 LOWERED = 0.10  # m above the resting place: the box is on its way down
 LEAN_WINDOW = 50  # steps after it gets there over which its lean is taken
@@ -40,7 +44,8 @@ REACH_STEPS = (300, 330, 345, 350, 355, 360)  # the walk's end and the set-down,
 def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) -> dict[str, np.ndarray]:
     """Per step and world: phase, box offset from its resting place [3], box relative to the pelvis [3] (heading
     frame), box tilt (deg), alive; per step, the clip's box: (horizontal distance, height) from its last position,
-    where the clip sets it down, and relative to the clip's pelvis [3] (nan without a box)."""
+    where the clip sets it down, and relative to the clip's pelvis [3] (nan without a box); per step and world, the
+    robot's pelvis [3], and per step the reference's pelvis [3] and orientation [4], in the scene's frame."""
     dirs = installed_experts(experts_dir)
     experts = ExpertSet.load(dirs)
     if expert not in experts.names:
@@ -52,7 +57,7 @@ def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) 
     key, reset_key = jax.random.split(jax.random.PRNGKey(seed + 10_000))
     state = runner.env.reset(reset_key)
     alive = np.ones(episodes, bool)
-    log = {"phase": [], "offset": [], "held": [], "tilt": [], "alive": [], "reason": []}
+    log = {"phase": [], "offset": [], "held": [], "root": [], "tilt": [], "alive": [], "reason": []}
     for _ in range(steps):
         state = runner.env.step(state, runner.act(state, weights))
         view = state.data.view
@@ -60,6 +65,7 @@ def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) 
         log["phase"].append(np.asarray(state.info["phase"]))
         log["offset"].append(np.asarray(view.site("box")) - np.asarray(resting_place(view)))
         log["held"].append(np.asarray(relative_to_robot(view, view.site("box"))))
+        log["root"].append(np.asarray(view.root_pos))
         log["tilt"].append(np.degrees(np.arccos(up)))
         log["alive"].append(alive.copy())
         log["reason"].append(np.asarray(state.info["termination_reason"]))
@@ -75,8 +81,13 @@ def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) 
                             len(box) - 1).astype(int)
         clip_box = np.stack([np.linalg.norm(box[frames, :2] - box[-1, :2], axis=1), box[frames, 2] - box[-1, 2]], axis=1)
         clip_held = np.asarray(to_heading_frame(box[frames] - clip.root_pos[frames], clip.root_quat[frames]))
+    # the reference the expert follows in the scene (its clip turned to face +x), not the file's frame
+    reference = expert_task(load_expert_spec(dirs[expert])[0]).reference
+    times = record[expert]["start_time"] + dt * np.arange(1, len(clip_box) + 1)
+    ref = jax.jit(jax.vmap(lambda t: frame_at(reference, 0, t)))(times)
     return {k: np.stack(v) for k, v in log.items()} | {"reasons": runner.env.reason_names, "clip_box": clip_box,
-                                                       "clip_held": clip_held}
+                                                       "clip_held": clip_held, "clip_root": np.asarray(ref.root_pos),
+                                                       "clip_root_quat": np.asarray(ref.root_quat)}
 
 
 def episode_line(log: dict, b: int) -> str:
@@ -108,6 +119,18 @@ def reach_line(log: dict, step: int) -> str:
             f" {held[:, 2].std():3.1f} up ({running.sum()} episodes);  clip {ahead:5.1f} ahead, {up:5.1f} up")
 
 
+def pelvis_line(log: dict, step: int) -> str:
+    """At `step`: the robot's pelvis ahead of, left of and above the clip's (cm, the clip pelvis's heading frame),
+    mean ± sd over the episodes still running."""
+    running = log["alive"][step + 1]
+    if not running.any():
+        return f"{step:>4}  no episode still running"
+    off = np.asarray(to_heading_frame(log["root"][step, running] - log["clip_root"][step],
+                                      log["clip_root_quat"][step])) * 100
+    return f"{step:>4}  " + ", ".join(f"{off[:, i].mean():5.1f} ± {off[:, i].std():3.1f} {word}"
+                                      for i, word in enumerate(("ahead", "left", "up")))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experts-dir", type=Path, default=Path("experts"))
@@ -129,6 +152,9 @@ def main():
     print("the box relative to the pelvis (cm, its heading frame), robot against clip:")
     for step in (t for t in REACH_STEPS if t + 1 < len(log["alive"])):
         print(reach_line(log, step))
+    print("the robot's pelvis against the clip's (cm, the clip pelvis's heading frame):")
+    for step in (t for t in REACH_STEPS if t + 1 < len(log["alive"])):
+        print(pelvis_line(log, step))
 
 
 if __name__ == "__main__":

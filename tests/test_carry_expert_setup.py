@@ -439,3 +439,22 @@ def test_fetch_places_only_an_upright_box():
     phases = [int(advance(_view(fetch, _box_on_the_table(fetch, fetch.model.key_qpos[0], q), np.zeros(fetch.model.nv)),
                           transported)["phase"]) for q in (UPRIGHT, ROLLED)]
     assert phases == [4, 3], "placed upright: done; rolled onto its side: not placed"
+
+
+def test_the_place_reward_tells_a_box_set_down_short_from_one_on_its_place(carry):
+    """`deliver` pays a box 13 cm short of its place 0.99 of one on it; `place` (off in the shipped expert, turned on
+    through the spec's objective_overrides) pays it half, and nothing from 23 cm off."""
+    task, compiled, init, _ = carry
+    assert task.objective.config.rewards.place == 0.0, "the shipped carry was trained without it"
+    carry_task = replace(task.objective, config=with_overrides(task.objective.config, {"rewards": {"place": 1.0}}))
+    terms = jax.jit(lambda view: carry_task.reward_terms(view, {}, jnp.zeros(19)))
+    box_x = compiled.layout.joint("box").qpos_start
+    placed = _box_on_the_table(compiled, init.qpos[0], UPRIGHT)
+    figures = {}
+    for short in (0.0, 0.08, 0.13, 0.25):
+        qpos = placed.copy()
+        qpos[box_x] -= short
+        t = terms(_view(compiled, qpos, np.zeros(compiled.model.nv)))
+        figures[short] = (float(t["deliver"]) / carry_task.config.rewards.deliver, float(t["place"]))
+    assert [round(d, 3) for d, _ in figures.values()] == [1.0, 1.0, 0.99, 0.95]
+    assert [round(p, 3) for _, p in figures.values()] == [1.0, 0.75, 0.5, 0.0]

@@ -30,8 +30,13 @@ def _log(steps: int = 12) -> dict:
     held = np.tile([[0.27, 0.0, -0.14]], (steps, 1))  # the box 27 cm ahead of the pelvis and 14 cm below it
     held[10:] = [0.9, 0.0, -0.6]  # the reset world's box, back on its stand
     clip_held = np.tile([[0.34, 0.0, -0.08]], (steps, 1))
-    return {"phase": phase, "offset": offset[:, None], "held": held[:, None], "tilt": tilt[:, None], "alive": alive,
-            "reason": reason, "reasons": ("none", "time_limit", "fall"), "clip_box": clip_box, "clip_held": clip_held}
+    # the clip's pelvis walks along +y (turned 90° left), 1 m high; the robot's lags it by 6 cm, 2 cm to its right
+    clip_root = np.stack([np.zeros(steps), 0.1 * np.arange(steps), np.ones(steps)], axis=1)
+    clip_root_quat = np.tile([[np.cos(np.pi / 4), 0.0, 0.0, np.sin(np.pi / 4)]], (steps, 1))
+    root = clip_root + [0.02, -0.06, -0.03]
+    return {"phase": phase, "offset": offset[:, None], "held": held[:, None], "root": root[:, None], "tilt": tilt[:, None],
+            "alive": alive, "reason": reason, "reasons": ("none", "time_limit", "fall"), "clip_box": clip_box,
+            "clip_held": clip_held, "clip_root": clip_root, "clip_root_quat": clip_root_quat}
 
 
 def test_an_episode_line_gives_each_subgoal_step_the_lowering_and_the_end_before_the_reset():
@@ -62,3 +67,11 @@ def test_the_reach_line_averages_the_running_episodes_and_sets_the_clip_beside_t
         "   4  robot  29.0 ± 2.0 ahead, -12.0 ± 2.0 up (2 episodes);  clip  34.0 ahead,  -8.0 up")
     assert "(1 episodes)" in script.reach_line(log, 5)  # the second world's episode ended on step 5
     assert script.reach_line(log, 10) == "  10  no episode still running"
+
+
+def test_the_pelvis_line_gives_the_robots_pelvis_in_the_clip_pelvis_heading_frame():
+    log = _log()
+    script = _script()
+    # the clip faces +y, so the robot's 6 cm less y is 6 cm behind, and its 2 cm more x is 2 cm to the right
+    assert script.pelvis_line(log, 4) == "   4   -6.0 ± 0.0 ahead,  -2.0 ± 0.0 left,  -3.0 ± 0.0 up"
+    assert script.pelvis_line(log, 10) == "  10  no episode still running"

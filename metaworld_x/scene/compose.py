@@ -42,7 +42,7 @@ PUSH_MARKER = (PUSH_BOX[0] + 0.2, 0.0, PUSH_TABLE_HEIGHT + 0.002)
 # its table 2.27 m ahead (clip turned to face +x).
 FETCH_STAND = (0.537, 0.147, 0.0)
 FETCH_STAND_HEIGHT = 0.106
-FETCH_BOX = (0.537, 0.147, FETCH_STAND_HEIGHT + default_box_height(None))
+FETCH_BOX = (FETCH_STAND[0], FETCH_STAND[1], FETCH_STAND_HEIGHT + default_box_height(None))
 FETCH_TABLE = (2.283, -0.121, 0.0)
 FETCH_TABLE_HEIGHT = 0.635
 FETCH_TOP = (0.2, 0.23)  # the stand's and the table's half top: the box's footprint and 5 cm
