@@ -108,6 +108,11 @@ def episode_line(log: dict, b: int) -> str:
             f" then the box {np.linalg.norm(offset[before]) * 100:.0f} cm off its place, leaning {tilt[before]:.0f}°")
 
 
+def _spread(values: np.ndarray, word: str) -> str:
+    """'mean ± sd word' of [episodes] values."""
+    return f"{values.mean():5.1f} ± {values.std():3.1f} {word}"
+
+
 def reach_line(log: dict, step: int) -> str:
     """At `step`: the box ahead of and above the pelvis (cm), mean ± sd over the episodes still running, and the clip's."""
     running = log["alive"][step + 1]  # alive after the step: an episode that ended on it shows the reset world
@@ -115,8 +120,8 @@ def reach_line(log: dict, step: int) -> str:
         return f"{step:>4}  no episode still running"
     held = log["held"][step, running] * 100
     ahead, up = log["clip_held"][step, [0, 2]] * 100
-    return (f"{step:>4}  robot {held[:, 0].mean():5.1f} ± {held[:, 0].std():3.1f} ahead, {held[:, 2].mean():5.1f} ±"
-            f" {held[:, 2].std():3.1f} up ({running.sum()} episodes);  clip {ahead:5.1f} ahead, {up:5.1f} up")
+    return (f"{step:>4}  robot {_spread(held[:, 0], 'ahead')}, {_spread(held[:, 2], 'up')} ({running.sum()} episodes);"
+            f"  clip {ahead:5.1f} ahead, {up:5.1f} up")
 
 
 def pelvis_line(log: dict, step: int) -> str:
@@ -127,8 +132,7 @@ def pelvis_line(log: dict, step: int) -> str:
         return f"{step:>4}  no episode still running"
     off = np.asarray(to_heading_frame(log["root"][step, running] - log["clip_root"][step],
                                       log["clip_root_quat"][step])) * 100
-    return f"{step:>4}  " + ", ".join(f"{off[:, i].mean():5.1f} ± {off[:, i].std():3.1f} {word}"
-                                      for i, word in enumerate(("ahead", "left", "up")))
+    return f"{step:>4}  " + ", ".join(_spread(off[:, i], word) for i, word in enumerate(("ahead", "left", "up")))
 
 
 def main():
@@ -149,11 +153,12 @@ def main():
         print(episode_line(log, b))
     placed = ((log["phase"] >= len(SUBGOALS)) & log["alive"]).any(axis=0).sum()
     print(f"placed: {placed}/{args.episodes}")
+    steps = [t for t in REACH_STEPS if t + 1 < len(log["alive"])]
     print("the box relative to the pelvis (cm, its heading frame), robot against clip:")
-    for step in (t for t in REACH_STEPS if t + 1 < len(log["alive"])):
+    for step in steps:
         print(reach_line(log, step))
     print("the robot's pelvis against the clip's (cm, the clip pelvis's heading frame):")
-    for step in (t for t in REACH_STEPS if t + 1 < len(log["alive"])):
+    for step in steps:
         print(pelvis_line(log, step))
 
 
