@@ -15,6 +15,11 @@ pelvis at the same clip time: whether the robot holds and lowers the box as its 
 its body, and lowered straight down where the clip reaches out). And where the robot's pelvis is against the
 clip's (the fetch scene is laid out as the clip, so the two share a frame), in the clip pelvis's heading frame:
 a box set down short is either held short of the pelvis or carried by a pelvis that stops short.
+
+Last, at the same steps, the palms in the box's frame: how far apart they are across it and how far the box's centre
+is below them. Session 45 found the grip opening by 3-4 cm and the box slipping 4 cm down between the palms from step
+345 to 350, 8 cm above and 8 cm short of its place: within carry's 10 cm "delivered", where its grip reward stops
+caring what the hands do.
 """
 
 import argparse
@@ -27,7 +32,7 @@ from metaworld_x.envs.expert import expert_task
 from metaworld_x.envs.observations import relative_to_robot, to_heading_frame
 from metaworld_x.envs.reference import frame_at
 from metaworld_x.envs.tasks import make_task
-from metaworld_x.envs.tasks.box import resting_place
+from metaworld_x.envs.tasks.box import PALMS, resting_place
 from metaworld_x.envs.tasks.composite import SUBGOALS
 from metaworld_x.motion.clip import load_clip
 from metaworld_x.paths import MOTIONS_DIR
@@ -43,7 +48,7 @@ REACH_STEPS = (300, 330, 345, 350, 355, 360)  # the walk's end and the set-down,
 
 def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) -> dict[str, np.ndarray]:
     """Per step and world: phase, box offset from its resting place [3], box relative to the pelvis [3] (heading
-    frame), box tilt (deg), alive; per step, the clip's box: (horizontal distance, height) from its last position,
+    frame), the palms in the box's frame [2, 3] (left, right), box tilt (deg), alive; per step, the clip's box: (horizontal distance, height) from its last position,
     where the clip sets it down, and relative to the clip's pelvis [3] (nan without a box); per step and world, the
     robot's pelvis [3], and per step the reference's pelvis [3] and orientation [4], in the scene's frame."""
     dirs = installed_experts(experts_dir)
@@ -57,7 +62,7 @@ def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) 
     key, reset_key = jax.random.split(jax.random.PRNGKey(seed + 10_000))
     state = runner.env.reset(reset_key)
     alive = np.ones(episodes, bool)
-    log = {"phase": [], "offset": [], "held": [], "root": [], "tilt": [], "alive": [], "reason": []}
+    log = {"phase": [], "offset": [], "held": [], "palms": [], "root": [], "tilt": [], "alive": [], "reason": []}
     for _ in range(steps):
         state = runner.env.step(state, runner.act(state, weights))
         view = state.data.view
@@ -65,6 +70,8 @@ def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) 
         log["phase"].append(np.asarray(state.info["phase"]))
         log["offset"].append(np.asarray(view.site("box")) - np.asarray(resting_place(view)))
         log["held"].append(np.asarray(relative_to_robot(view, view.site("box"))))
+        box, box_rot = np.asarray(view.site("box")), np.asarray(view.site_rot("box"))
+        log["palms"].append(np.stack([np.einsum("bji,bj->bi", box_rot, np.asarray(view.site(p)) - box) for p in PALMS], 1))
         log["root"].append(np.asarray(view.root_pos))
         log["tilt"].append(np.degrees(np.arccos(up)))
         log["alive"].append(alive.copy())
@@ -135,6 +142,17 @@ def pelvis_line(log: dict, step: int) -> str:
     return f"{step:>4}  " + ", ".join(_spread(off[:, i], word) for i, word in enumerate(("ahead", "left", "up")))
 
 
+def grip_line(log: dict, step: int) -> str:
+    """At `step`: how far apart the palms are across the box and how far its centre is below them (cm, the box's
+    frame), mean ± sd over the episodes still running."""
+    running = log["alive"][step + 1]
+    if not running.any():
+        return f"{step:>4}  no episode still running"
+    left, right = log["palms"][step, running, 0] * 100, log["palms"][step, running, 1] * 100
+    below = (left[:, 2] + right[:, 2]) / 2
+    return f"{step:>4}  palms {_spread(left[:, 1] - right[:, 1], 'cm apart')}, box {_spread(below, 'cm below them')}"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experts-dir", type=Path, default=Path("experts"))
@@ -160,6 +178,9 @@ def main():
     print("the robot's pelvis against the clip's (cm, the clip pelvis's heading frame):")
     for step in steps:
         print(pelvis_line(log, step))
+    print("the palms across the box and the box below them (cm, the box's frame):")
+    for step in steps:
+        print(grip_line(log, step))
 
 
 if __name__ == "__main__":

@@ -458,3 +458,28 @@ def test_the_place_reward_tells_a_box_set_down_short_from_one_on_its_place(carry
         figures[short] = (float(t["deliver"]) / carry_task.config.rewards.deliver, float(t["place"]))
     assert [round(d, 3) for d, _ in figures.values()] == [1.0, 1.0, 0.99, 0.95]
     assert [round(p, 3) for _, p in figures.values()] == [1.0, 0.75, 0.5, 0.0]
+
+
+def test_grip_release_height_keeps_the_hands_paid_for_holding_a_box_above_its_place(carry):
+    """Delivered means within 10 cm of the place, in the air too: the shipped expert's hands are paid whatever they
+    do with the box 8 cm above it, and its palms opened there. With grip_release_height only a box resting on the
+    table top frees them; a box on the table frees them either way."""
+    task, compiled, init, _ = carry
+    assert task.objective.config.grip_release_height is None, "the shipped carry was trained without it"
+    held = replace(task.objective, config=with_overrides(task.objective.config, {"grip_release_height": 0.02}))
+    box_z = compiled.layout.joint("box").qpos_start + 2
+    on_table = _box_on_the_table(compiled, init.qpos[0], UPRIGHT)
+    above = on_table.copy()
+    above[box_z] += 0.08
+    for objective, frees_above in ((task.objective, True), (held, False)):
+        grip_term = jax.jit(lambda view, o=objective: o.reward_terms(view, {}, jnp.zeros(19))["grip"])
+        scale = objective.config.rewards.grip
+        assert float(grip_term(_view(compiled, on_table, np.zeros(compiled.model.nv)))) == pytest.approx(scale)
+        paid = float(grip_term(_view(compiled, above, np.zeros(compiled.model.nv))))
+        assert (paid == pytest.approx(scale)) if frees_above else paid < 0.5 * scale
+        assert bool(objective.success(_view(compiled, above, np.zeros(compiled.model.nv)), {})), "still delivered"
+
+
+def test_grip_release_height_must_be_positive():
+    with pytest.raises(UserError, match="grip_release_height must be positive"):
+        CarryConfig(grip_release_height=0.0)

@@ -34,7 +34,12 @@ def _log(steps: int = 12) -> dict:
     clip_root = np.stack([np.zeros(steps), 0.1 * np.arange(steps), np.ones(steps)], axis=1)
     clip_root_quat = np.tile([[np.cos(np.pi / 4), 0.0, 0.0, np.sin(np.pi / 4)]], (steps, 1))
     root = clip_root + [0.02, -0.06, -0.03]
-    return {"phase": phase, "offset": offset[:, None], "held": held[:, None], "root": root[:, None], "tilt": tilt[:, None],
+    # the palms on the box's side faces, 21.7 cm either side of its centre and 1.5 cm above it; at step 8 they open
+    # to 24 cm and the box slips to 5 cm below them
+    palms = np.tile([[[0.0, 0.217, 0.015], [0.0, -0.217, 0.015]]], (steps, 1, 1))
+    palms[8] = [[0.0, 0.24, 0.05], [0.0, -0.24, 0.05]]
+    return {"phase": phase, "offset": offset[:, None], "held": held[:, None], "palms": palms[:, None],
+            "root": root[:, None], "tilt": tilt[:, None],
             "alive": alive, "reason": reason, "reasons": ("none", "time_limit", "fall"), "clip_box": clip_box,
             "clip_held": clip_held, "clip_root": clip_root, "clip_root_quat": clip_root_quat}
 
@@ -75,3 +80,10 @@ def test_the_pelvis_line_gives_the_robots_pelvis_in_the_clip_pelvis_heading_fram
     # the clip faces +y, so the robot's 6 cm less y is 6 cm behind, and its 2 cm more x is 2 cm to the right
     assert script.pelvis_line(log, 4) == "   4   -6.0 ± 0.0 ahead,  -2.0 ± 0.0 left,  -3.0 ± 0.0 up"
     assert script.pelvis_line(log, 10) == "  10  no episode still running"
+
+
+def test_the_grip_line_gives_the_palms_gap_across_the_box_and_the_box_below_them():
+    script = _script()
+    assert script.grip_line(_log(), 4) == "   4  palms  43.4 ± 0.0 cm apart, box   1.5 ± 0.0 cm below them"
+    assert script.grip_line(_log(), 8) == "   8  palms  48.0 ± 0.0 cm apart, box   5.0 ± 0.0 cm below them"
+    assert script.grip_line(_log(), 10) == "  10  no episode still running"
