@@ -32,7 +32,7 @@ from metaworld_x.envs.expert import expert_task
 from metaworld_x.envs.observations import relative_to_robot, to_heading_frame
 from metaworld_x.envs.reference import frame_at
 from metaworld_x.envs.tasks import make_task
-from metaworld_x.envs.tasks.box import PALMS, resting_place
+from metaworld_x.envs.tasks.box import palms_in_box, resting_place
 from metaworld_x.envs.tasks.composite import SUBGOALS
 from metaworld_x.motion.clip import load_clip
 from metaworld_x.paths import MOTIONS_DIR
@@ -48,8 +48,8 @@ REACH_STEPS = (300, 330, 345, 350, 355, 360)  # the walk's end and the set-down,
 
 def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) -> dict[str, np.ndarray]:
     """Per step and world: phase, box offset from its resting place [3], box relative to the pelvis [3] (heading
-    frame), the palms in the box's frame [2, 3] (left, right), box tilt (deg), alive; per step, the clip's box: (horizontal distance, height) from its last position,
-    where the clip sets it down, and relative to the clip's pelvis [3] (nan without a box); per step and world, the
+    frame), the palms in the box's frame [2, 3] (left, right), box tilt (deg), alive; per step, the clip's box:
+    (horizontal distance, height) from its last position, where the clip sets it down, and relative to the clip's pelvis [3] (nan without a box); per step and world, the
     robot's pelvis [3], and per step the reference's pelvis [3] and orientation [4], in the scene's frame."""
     dirs = installed_experts(experts_dir)
     experts = ExpertSet.load(dirs)
@@ -70,8 +70,7 @@ def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) 
         log["phase"].append(np.asarray(state.info["phase"]))
         log["offset"].append(np.asarray(view.site("box")) - np.asarray(resting_place(view)))
         log["held"].append(np.asarray(relative_to_robot(view, view.site("box"))))
-        box, box_rot = np.asarray(view.site("box")), np.asarray(view.site_rot("box"))
-        log["palms"].append(np.stack([np.einsum("bji,bj->bi", box_rot, np.asarray(view.site(p)) - box) for p in PALMS], 1))
+        log["palms"].append(np.stack(palms_in_box(view), axis=1))
         log["root"].append(np.asarray(view.root_pos))
         log["tilt"].append(np.degrees(np.arccos(up)))
         log["alive"].append(alive.copy())
@@ -120,37 +119,42 @@ def _spread(values: np.ndarray, word: str) -> str:
     return f"{values.mean():5.1f} ± {values.std():3.1f} {word}"
 
 
-def reach_line(log: dict, step: int) -> str:
-    """At `step`: the box ahead of and above the pelvis (cm), mean ± sd over the episodes still running, and the clip's."""
+def _step_line(log: dict, step: int, describe) -> str:
+    """'step  describe(running)', `running` the [episodes] mask of those still running at `step`."""
     running = log["alive"][step + 1]  # alive after the step: an episode that ended on it shows the reset world
     if not running.any():
         return f"{step:>4}  no episode still running"
-    held = log["held"][step, running] * 100
-    ahead, up = log["clip_held"][step, [0, 2]] * 100
-    return (f"{step:>4}  robot {_spread(held[:, 0], 'ahead')}, {_spread(held[:, 2], 'up')} ({running.sum()} episodes);"
-            f"  clip {ahead:5.1f} ahead, {up:5.1f} up")
+    return f"{step:>4}  " + describe(running)
+
+
+def reach_line(log: dict, step: int) -> str:
+    """At `step`: the box ahead of and above the pelvis (cm), mean ± sd over the episodes still running, and the clip's."""
+    def describe(running):
+        held = log["held"][step, running] * 100
+        ahead, up = log["clip_held"][step, [0, 2]] * 100
+        return (f"robot {_spread(held[:, 0], 'ahead')}, {_spread(held[:, 2], 'up')} ({running.sum()} episodes);"
+                f"  clip {ahead:5.1f} ahead, {up:5.1f} up")
+    return _step_line(log, step, describe)
 
 
 def pelvis_line(log: dict, step: int) -> str:
     """At `step`: the robot's pelvis ahead of, left of and above the clip's (cm, the clip pelvis's heading frame),
     mean ± sd over the episodes still running."""
-    running = log["alive"][step + 1]
-    if not running.any():
-        return f"{step:>4}  no episode still running"
-    off = np.asarray(to_heading_frame(log["root"][step, running] - log["clip_root"][step],
-                                      log["clip_root_quat"][step])) * 100
-    return f"{step:>4}  " + ", ".join(_spread(off[:, i], word) for i, word in enumerate(("ahead", "left", "up")))
+    def describe(running):
+        off = np.asarray(to_heading_frame(log["root"][step, running] - log["clip_root"][step],
+                                          log["clip_root_quat"][step])) * 100
+        return ", ".join(_spread(off[:, i], word) for i, word in enumerate(("ahead", "left", "up")))
+    return _step_line(log, step, describe)
 
 
 def grip_line(log: dict, step: int) -> str:
     """At `step`: how far apart the palms are across the box and how far its centre is below them (cm, the box's
     frame), mean ± sd over the episodes still running."""
-    running = log["alive"][step + 1]
-    if not running.any():
-        return f"{step:>4}  no episode still running"
-    left, right = log["palms"][step, running, 0] * 100, log["palms"][step, running, 1] * 100
-    below = (left[:, 2] + right[:, 2]) / 2
-    return f"{step:>4}  palms {_spread(left[:, 1] - right[:, 1], 'cm apart')}, box {_spread(below, 'cm below them')}"
+    def describe(running):
+        left, right = log["palms"][step, running, 0] * 100, log["palms"][step, running, 1] * 100
+        below = (left[:, 2] + right[:, 2]) / 2
+        return f"palms {_spread(left[:, 1] - right[:, 1], 'cm apart')}, box {_spread(below, 'cm below them')}"
+    return _step_line(log, step, describe)
 
 
 def main():

@@ -471,13 +471,14 @@ def test_grip_release_height_keeps_the_hands_paid_for_holding_a_box_above_its_pl
     on_table = _box_on_the_table(compiled, init.qpos[0], UPRIGHT)
     above = on_table.copy()
     above[box_z] += 0.08
+    on_table_view, above_view = (_view(compiled, q, np.zeros(compiled.model.nv)) for q in (on_table, above))
     for objective, frees_above in ((task.objective, True), (held, False)):
         grip_term = jax.jit(lambda view, o=objective: o.reward_terms(view, {}, jnp.zeros(19))["grip"])
         scale = objective.config.rewards.grip
-        assert float(grip_term(_view(compiled, on_table, np.zeros(compiled.model.nv)))) == pytest.approx(scale)
-        paid = float(grip_term(_view(compiled, above, np.zeros(compiled.model.nv))))
+        assert float(grip_term(on_table_view)) == pytest.approx(scale)
+        paid = float(grip_term(above_view))
         assert (paid == pytest.approx(scale)) if frees_above else paid < 0.5 * scale
-        assert bool(objective.success(_view(compiled, above, np.zeros(compiled.model.nv)), {})), "still delivered"
+        assert bool(objective.success(above_view, {})), "still delivered"
 
 
 def test_grip_release_height_must_be_positive():

@@ -58,12 +58,17 @@ def _on_face(distance):
     return 0.5 * (closeness(distance, near=0.0, margin=0.1) + closeness(distance, near=0.0, margin=1.0))
 
 
+def palms_in_box(view):
+    """(left, right): each palm's position (m) in the box's frame, over any leading batch axes of `view`."""
+    rot, centre = view.site_rot("box"), view.site("box")
+    return tuple(jnp.einsum("...ji,...j->...i", rot, view.site(palm) - centre) for palm in PALMS)
+
+
 def grip(view):
     """Both palms on opposite side faces of the box: 1 when both are, the product of `_on_face` for each.
 
     Either palm may take either face, so the box's yaw by half a turn does not matter."""
-    rot, centre = view.site_rot("box"), view.site("box")
-    left, right = (rot.T @ (view.site(palm) - centre) for palm in PALMS)
+    left, right = palms_in_box(view)
     score = lambda side: _on_face(_off_face(left, side)) * _on_face(_off_face(right, -side))
     return jnp.maximum(score(1.0), score(-1.0))
 
