@@ -17,7 +17,7 @@ clip's (the fetch scene is laid out as the clip, so the two share a frame), in t
 a box set down short is either held short of the pelvis or carried by a pelvis that stops short.
 
 Last, at the same steps, the palms in the box's frame: how far apart they are across it and how far the box's centre
-is below them. Session 45 found the grip opening by 3-4 cm and the box slipping 4 cm down between the palms from step
+is below them. Session 45 found the grip opening by 4-6 cm and the box slipping 4 cm down between the palms from step
 345 to 350, 8 cm above and 8 cm short of its place: within carry's 10 cm "delivered", where its grip reward stops
 caring what the hands do.
 """
