@@ -49,8 +49,9 @@ REACH_STEPS = (300, 330, 345, 350, 355, 360)  # the walk's end and the set-down,
 def trace(experts_dir: Path, expert: str, seed: int, episodes: int, steps: int) -> dict[str, np.ndarray]:
     """Per step and world: phase, box offset from its resting place [3], box relative to the pelvis [3] (heading
     frame), the palms in the box's frame [2, 3] (left, right), box tilt (deg), alive; per step, the clip's box:
-    (horizontal distance, height) from its last position, where the clip sets it down, and relative to the clip's pelvis [3] (nan without a box); per step and world, the
-    robot's pelvis [3], and per step the reference's pelvis [3] and orientation [4], in the scene's frame."""
+    (horizontal distance, height) from its last position, where the clip sets it down, and relative to the clip's
+    pelvis [3] (nan without a box); per step and world, the robot's pelvis [3], and per step the reference's pelvis
+    [3] and orientation [4], in the scene's frame."""
     dirs = installed_experts(experts_dir)
     experts = ExpertSet.load(dirs)
     if expert not in experts.names:
