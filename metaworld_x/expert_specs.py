@@ -26,18 +26,18 @@ EXPERT_ACTION_SCALE = 0.5
 # 0/10 in its router). Experts whose props the home pose leaves behind (carry, push, door) cannot.
 HOME_STARTS = {"home_start_fraction": 0.3}
 # Starts in the carry clip's set-down, where fetch's router hands the robot from carry to stand: the last 0.5 s,
-# the pelvis pitched 10-46° forward and still bending (0.3-0.6 m/s). From there the session-21 stand expert fell
-# in 20 of 20 episodes, in 34 steps on average.
+# the pelvis pitched 10-46° forward and still bending (0.3-0.6 m/s). From there a stand expert trained without
+# them fell in 20 of 20 episodes, in 34 steps on average.
 CARRY_HANDOVER = {"handover_clip": "pickup_carry_start", "handover_window": (6.8, 7.3), "handover_start_fraction": 0.3}
 
 # Mean keypoint tracking error (m) every expert must stay within while following its clip.
 TRACKING_ERROR_GOAL = 0.06
 # A fall or deviation that ends an episode is charged as that much tracking error (m) for ever after (the
 # deviation limit; ConstraintConfig.failure_error). Without it the tracking cost makes ending early the cheapest way
-# out: from scratch, walk's, sit's and stand's policies learned to end their clip episodes within 16-77 steps
-# (sessions 28-29). With it walk, push, door and reach_two_hands train from scratch to the experts shipped;
+# out: from scratch, walk's, sit's and stand's policies learned to end their clip episodes within 16-77 steps.
+# With it walk, push, door and reach_two_hands train from scratch to the experts shipped;
 # reach_one_hand to 9/10 (43/50), sit to 744 from home (bar 750), stand to 8/10 from its clips, and run in its 15M
-# steps to 9/10 from the clip at 7.5 cm and 0/10 from home (experts/README.md, sessions 28-30).
+# steps to 9/10 from the clip at 7.5 cm and 0/10 from home (docs/design-notes.md).
 FAILURE_ERROR = 0.5
 # TrackingConfig's episode length, for specs that keep it (not imported: this module stays free of the simulator).
 DEFAULT_EPISODE_LENGTH = 500
@@ -119,34 +119,34 @@ EXPERTS: dict[str, ExpertSpec] = {
     for spec in (
         # A router hands stand the robot from other experts: fetch's, as carry sets the box down on the table,
         # bent over it with the arms out. From home and its own clips only, stand fell there in 1-4 of 10 fetch
-        # episodes (session 21): 30 % of its starts are handovers from carry's set-down (CARRY_HANDOVER),
+        # episodes: 30 % of its starts are handovers from carry's set-down (CARRY_HANDOVER),
         # placed on the home spot and re-anchored as home starts are. 1000-step episodes, as long as the router's
         # stand task: trained in 500, it stood 50/50 from home for 500 steps but fell in 8 of 30 over 1000, all on
-        # the first clip while it stepped and held a foot up (session 26); that clip is now quiet standing.
-        # From scratch, 6.0M steps each (session 29): without the failure charge, evaluation episodes lasted
+        # the first clip while it stepped and held a foot up; that clip is now quiet standing.
+        # From scratch, 6.0M steps each: without the failure charge, evaluation episodes lasted
         # 23-36 steps at 2-3M steps and the end scored 0/10 from the clips (10 falls) and 5/10 from carry's
         # set-down; with it, 8/10 from the clips (2 falls), 10/10 from home and 10/10 from the set-down. With λ kept
-        # at 2 or more (session 33), 12.0M steps from scratch still gave 8/10 from the clips: stand_2 holds the
+        # at 2 or more, 12.0M steps from scratch still gave 8/10 from the clips: stand_2 holds the
         # right hand up at the head, and that policy lowered it after the 0.85 s clip ended (all 11 of its starts
         # over 30 at seed 7). Without stand_2, 12.0M gave 8/10 with the arms swinging off the clip. The shipped
-        # expert is a fine-tune chain (experts/README.md).
+        # expert is a fine-tune chain (docs/design-notes.md).
         ExpertSpec("stand", "stand still, upright, on the spot", ("stand", "stand_2"), "stand",
                    tracking={**HOME_STARTS, **CARRY_HANDOVER, "episode_length": 1000}, return_goal=800.0,
                    ppo=_ppo(6_000_000, budget=0.06, critic_warmup_iterations=30)),
         # Without the failure charge, from scratch with home starts, the tracking cost made ending early cheap
         # and 5.98M steps left 57-step episodes (0/10). With it the periodic evaluation scored 16/16 from 6.1M
         # steps, and the shipped expert is this spec run from scratch (10/10 from the clip and from home at 9.0M;
-        # experts/README.md, session 28).
+        # docs/design-notes.md).
         ExpertSpec("walk", "walk forward at a steady pace", ("walk",), "walk",
                    tracking={**HOME_STARTS}, return_goal=700.0, ppo=_ppo(9_000_000, budget=0.06)),
         # run_rest starts the sprint from standing in the home pose, where a router starts it; the sprint cycle alone
         # never stands (0/10 from home). Starts fall in the clip's first 4 s (start_window), the start and the
         # speed-up; 1000-step episodes, as long as the router's run task, reach the sprint. Only 15 % start from home:
         # a home start lasts its 1000 steps while a failing clip start ends in 50, so at half and half the clip
-        # starts were 5 % of the data, and in the fine-tunes of sessions 13-15 they never stopped failing. The
+        # starts were 5 % of the data, and in such fine-tunes they never stopped failing. The
         # chain that made the shipped expert (the sprint cycle, then run_rest at half home starts, then the
-        # session-24 clip, then the session-25 clip at 5.1 m/s, 59.8M steps in all) is in experts/README.md; 15M
-        # steps is one stage's budget. From scratch (session 30, 26.8 min) they give 9/10 from the clip at 7.5 cm,
+        # clip with a speed ramp, then the clip at 5.1 m/s, 59.8M steps in all) is in docs/design-notes.md; 15M
+        # steps is one stage's budget. From scratch (26.8 min) they give 9/10 from the clip at 7.5 cm,
         # 747, and 0/10 from home at 519, with no falls and λ still climbing (39).
         ExpertSpec("run", "run forward fast", ("run_rest",), "run",
                    tracking={"home_start_fraction": 0.15, "start_window": 4.0, "home_start_time": 0.0, "episode_length": 1000},
@@ -155,11 +155,11 @@ EXPERTS: dict[str, ExpertSpec] = {
         # and stood up again at ~9 s, after the end of every episode it had trained on. Without the failure
         # charge, from scratch, evaluation episodes lasted 16-77 steps for 4.6M steps and 9.0M left 10 falls in 10
         # from home; with it, 18.0M steps (39.0 min) from scratch gave 9/10 from the clip (3.0 cm) and, from home,
-        # 0 falls at 744 per 1000 steps, just under the bar of 750 (session 29). Resumed to 24.0M (session 30),
+        # 0 falls at 744 per 1000 steps, just under the bar of 750. Resumed to 24.0M,
         # λ fell to 0 and the return rose past the bar (885 from the clip, 786 from home), but home starts fell
         # in 5 of 50 at seed 7: at λ = 0 the failure charge weighs nothing. With λ kept at 2 or more from 18.0M to
-        # 24.0M (session 31): 50/50 from the clip and 50/50 from home at seed 7, 0 falls. That run is the shipped
-        # expert; its first 18.0M steps ran without the floor, which here holds from the start (experts/README.md).
+        # 24.0M: 50/50 from the clip and 50/50 from home at seed 7, 0 falls. That run is the shipped
+        # expert; its first 18.0M steps ran without the floor, which here holds from the start.
         ExpertSpec("sit", "sit down on the chair behind and stay seated", ("sit",), "sit",
                    tracking={**HOME_STARTS, "episode_length": 1000}, return_goal=750.0,
                    ppo=_ppo(24_000_000, budget=0.06, min_multiplier=2.0)),
@@ -169,20 +169,20 @@ EXPERTS: dict[str, ExpertSpec] = {
         # elbow or hand 0.5 m off the clip. At 1.1 every joint the clip uses is within reach.
         # The crawl cycle never stands, so a router could not start an expert trained on it (0/10 from home).
         # crawl_get_down stands in the home pose, gets down as a reversed get-up and crawls. Fine-tuned from the
-        # crawl-cycle expert in two stages (experts/README.md): 1000-step episodes with starts in the clip's first
+        # crawl-cycle expert in two stages: 1000-step episodes with starts in the clip's first
         # 6 s, then, because there the get-down was under a tenth of the data, 300-step episodes with starts in its
         # first 4 s; half of the starts from home throughout. The fresh critics train alone first
         # (critic_warmup_iterations). With home starts anchored once (home_anchor), a fine-tune from this folder
         # and a run from scratch (12.6M steps) both fell in every get-down from the clip's first frame: from 1.0 s
-        # to 1.7 s the clip dives onto the hands on one foot (session 32, experts/README.md). Since session 34 the
+        # to 1.7 s the clip dives onto the hands on one foot. Now the
         # clip's first 3.5 s are that expert's own get-down from home, simulated (metaworld_x.simulated_opening),
         # and it is evaluated over HumanoidBench's 1000 steps, as a router runs it: in 300 steps from the clip's
         # start the get-down, which earns little crawl reward, keeps even a perfect follower under the bar. The
-        # session-20 expert was fine-tuned (session 34) on that clip for 16.0M steps at 1e-4 with λ ≥ 2 (λ ran up to
+        # earlier get-down expert was fine-tuned on that clip for 16.0M steps at 1e-4 with λ ≥ 2 (λ ran up to
         # 43): 50/50 from the clip and 50/50 from home at seed 7, 5.2 cm. The shipped expert is that one fine-tuned once
-        # more (session 40, 5.6M steps from its folder at 1e-4, KL target 0.01) with 70 % of the starts on the clip,
+        # more (5.6M steps from its folder at 1e-4, KL target 0.01) with 70 % of the starts on the clip,
         # most of them in its get-down, and 100 critic-only iterations, as carry's: 4.6 cm from the clip where it had
-        # 5.2, the same 1-2 % of clip starts lost mid-fall (1.8-1.9 s) over 250 episodes (experts/README.md).
+        # 5.2, the same 1-2 % of clip starts lost mid-fall (1.8-1.9 s) over 250 episodes.
         ExpertSpec("crawl", "crouch low and crawl forward under obstacles", ("crawl_get_down",), "crawl",
                    tracking={"face_forward": True, "action_scale": 1.1, "home_start_fraction": 0.3, "start_window": 4.0,
                              "home_start_time": 0.0, "episode_length": 300},
@@ -191,12 +191,12 @@ EXPERTS: dict[str, ExpertSpec] = {
         # The reach task draws its target around where this clip holds the right hand (see tasks/reach.py).
         # The clip is keyframed: the punch it replaced asked the right shoulder for 1.05 of its half range, and
         # three runs at action scales 0.5 and 1.25 never learned its 1.3 m lunge. This one asks for 0.25 at most.
-        # From scratch at 6M steps (session 30): 9/10 from the clip, 43/50 at seed 7; resumed to 10M, λ reached 0
-        # and home starts fell in 7 of 50. With λ kept at 2 or more, 8.0M steps from scratch (23.8 min, session 32)
+        # From scratch at 6M steps: 9/10 from the clip, 43/50 at seed 7; resumed to 10M, λ reached 0
+        # and home starts fell in 7 of 50. With λ kept at 2 or more, 8.0M steps from scratch (23.8 min)
         # give 50/50 from the clip and 50/50 from home at seed 7, 1.4 cm: the shipped expert, this spec as it is.
         ExpertSpec("reach_one_hand", "reach out and touch a target with the right hand", ("reach_one_hand",), "reach",
                    tracking={**HOME_STARTS}, success_goal=9, ppo=_ppo(8_000_000, budget=0.06, min_multiplier=2.0)),
-        # The shipped expert is this spec run from scratch (session 30: 50/50 from the clip at seed 7).
+        # The shipped expert is this spec run from scratch (50/50 from the clip at seed 7).
         ExpertSpec("reach_two_hands", "reach forward with both hands", ("reach_two_hands",), None,
                    ppo=_ppo(6_000_000, budget=0.06)),
         # The whole take: squat, grasp the box on the floor, stand up, carry it and set it down. The box starts
@@ -209,20 +209,20 @@ EXPERTS: dict[str, ExpertSpec] = {
         # frame ends a step (feet wider than home, hips bent 0.9 rad): pickup_carry_start leads into it from home
         # by keyed side-steps, and half the starts are from home at its t = 0, the box untouched on the floor where
         # the clip has it, as a router starts it. 8 s episodes hold the 7.3 s clip and the set-down. The shipped
-        # expert is the end of a chain of such fine-tunes (experts/README.md); the 8M steps are one stage's budget.
+        # expert is the end of a chain of such fine-tunes; the 8M steps are one stage's budget.
         # A fine-tune from a shipped folder starts with fresh critics: 100 critic-only iterations keep their first
-        # wild values from wrecking the policy (with 30, 8-13 of 16 evaluation episodes fell; session 20).
+        # wild values from wrecking the policy (with 30, 8-13 of 16 evaluation episodes fell).
         # The chain was trained without the failure charge and with λ free, which sank to 0.06 while half the
-        # starts (from home) tracked under ε and the clip starts sat at 6.3 cm. Its last stage (session 39, 7.7M
-        # steps from the session-21 folder at 1e-4, KL target 0.01) has the charge on and λ held at 2 or more, as
-        # crawl's: 5.6 cm from the clip (47/50 at seed 7) and 43/50 from home, where the session-21 expert had
+        # starts (from home) tracked under ε and the clip starts sat at 6.3 cm. Its last stage (7.7M
+        # steps from the previous folder at 1e-4, KL target 0.01) has the charge on and λ held at 2 or more, as
+        # crawl's: 5.6 cm from the clip (47/50 at seed 7) and 43/50 from home, where the previous expert had
         # 6.3 cm, 44/50 and 44/50. It let the box drop in the air at the set-down: `grip` frees the hands once
-        # the box is delivered, which holds within 10 cm of the place above it too (session 45). The shipped expert
-        # (session 46) is a fine-tune of that one with the settings below: 6.49M steps at 1e-4, KL target 0.01,
+        # the box is delivered, which holds within 10 cm of the place above it too. The shipped expert
+        # is a fine-tune of that one with the settings below: 6.49M steps at 1e-4, KL target 0.01,
         # the hands paid for holding until the box rests within 2 cm of the table top (grip_release_height), λ held
         # at 3 or more. It tracks at 5.4 cm (47/50 from the clip and 49/50 from home at seed 7) and places 58/60 on
         # fetch at seeds 0-1. With λ ≥ 2 it placed 59/60 but tracked at 6.5 cm with 8/10 from home; with λ ≥ 4
-        # and a 5.5 cm budget it tracked at 5.9 cm and placed 6/10 at seed 0 (experts/README.md, session 45).
+        # and a 5.5 cm budget it tracked at 5.9 cm and placed 6/10 at seed 0.
         ExpertSpec("carry", "pick a box up from the floor with both hands, carry it to a table and set it down",
                    ("pickup_carry_start",), "carry",
                    tracking={"face_forward": True, "object_joint": "box", "scene_from_clip": True,
@@ -243,7 +243,7 @@ EXPERTS: dict[str, ExpertSpec] = {
         ExpertSpec("push", "push a box forward with both hands onto a marker", ("push",), "push",
                    tracking={"clip_props": True}, objective_overrides={"rewards": {"success_bonus": 1.0}},
                    success_goal=9, ppo=_ppo(8_000_000, budget=0.06)),
-        # The shipped expert is this spec run from scratch (session 30: 31.8 min, 49/50 from the clip at seed 7 with
+        # The shipped expert is this spec run from scratch (31.8 min, 49/50 from the clip at seed 7 with
         # no falls, 50/50 from its first frame; without the failure charge, 12.8M steps took 84 min, 1 fall in 50).
         ExpertSpec("door", "push a door open and walk through it", ("door",), "door",
                    tracking={"clip_props": True}, success_goal=9, ppo=_ppo(15_000_000, budget=0.06)),

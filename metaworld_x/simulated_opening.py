@@ -4,7 +4,7 @@ Some openings have no kinematic version that a body can follow. crawl_get_down
 gets down as a real get-up played backwards, and there is no way down from
 standing with the H1's feet planted: its hips stop at 1.57 rad, so the hands
 stay 0.50 m above the floor in a flat-footed squat, and kneeling puts the
-centre of mass up to 37 cm past the toes (experts/README.md, session 33). The
+centre of mass up to 37 cm past the toes. The
 way down is a controlled fall onto the hands. A crawl expert run from the home
 pose, its clip re-anchored onto it at every step as a router runs it, gets down
 that way in every episode, but no clip start before 1.6 s survived the 0.5 m

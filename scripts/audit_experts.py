@@ -1,7 +1,7 @@
 """Every shipped expert evaluated over many episodes, beside the 10-episode figures its metrics.json records.
 
 Ten episodes at one seed cannot tell an expert that falls in 1 % of its starts from one that falls in 40 %: the
-shipped crawl expert scored 9/10 from its clip at seed 0 and 3-6/10 at seeds 1-5 (session 26). One table, one run:
+shipped crawl expert scored 9/10 from its clip at seed 0 and 3-6/10 at seeds 1-5. One table, one run:
 
     python scripts/audit_experts.py --episodes 50 --seed 7
 

@@ -56,15 +56,15 @@ class Recipe:
 
 
 RECIPES = (
-    # Quiet standing. Until session 26 it was 131_01's first 1.1 s, which steps twice and ends with the right
-    # foot lifting: a one-shot clip holds its last frame, so every episode asked for a staggered stance with a
-    # foot 2.7 cm up, and the stand expert's late falls (from step 715 of 1000) all started on that clip.
+    # Quiet standing. 131_01's first 1.1 s steps twice and ends with the right foot lifting: a one-shot clip
+    # holds its last frame, so every episode on it asked for a staggered stance with a foot 2.7 cm up, and the
+    # stand expert's late falls (from step 715 of 1000) all started on that clip.
     Recipe("stand", "stand", "cmu/131_02.bvh", CMU, 0.0, 0.32),
     Recipe("stand_2", "stand", "cmu/131_02.bvh", CMU, 9.5, 10.35),
     Recipe("walk", "walk", "deepmimic/humanoid3d_walk.txt", DEEPMIMIC),
     # The run task (HumanoidBench's h1-run) rewards 5 m/s; the person runs at 3.4 m/s, which played
     # perfectly scores 703 per 1000 steps against a bar of 700. At 1.5x: 5.1 m/s, cadence 3.8 steps/s. At 1.3x
-    # (4.4 m/s, until session 25) the run expert, held to the clip, earned 0.78 a step where from home, the clip
+    # (4.4 m/s) the run expert, held to the clip, earned 0.78 a step where from home, the clip
     # re-anchored onto it, it ran its own 5.1 m/s for 0.85 with the same servo effort, and from the clip's
     # first frame it scored 679, under the bar.
     Recipe("run", "run", "deepmimic/humanoid3d_run.txt", DEEPMIMIC, rate=1.5),
@@ -76,8 +76,8 @@ RECIPES = (
     # The whole take as one clip: squat, grasp the box on the floor, stand up with it, carry it and set it
     # down. The carry clip alone starts with the box in the hands, which no expert puts there (fetch 0/10).
     # The person's left foot floats 6-8 cm above the floor from the lift on, also where it stands still between
-    # steps, so it is never pinned and the clip hops on the right foot. hover_height=0.1 pins it (session 35), but
-    # the carry expert fine-tuned on that clip scored 6/10 from home (9/10 shipped), and in session 44 (with
+    # steps, so it is never pinned and the clip hops on the right foot. hover_height=0.1 pins it, but
+    # the carry expert fine-tuned on that clip scored 6/10 from home (9/10 shipped), and (with
     # GripConfig.balance_smoothing_s 0.25, without which the pinned clip's pelvis jumps 9-10 cm in a frame at
     # five steps) 5/10 after 10.5M steps: not shipped.
     Recipe("pickup_carry", "carry", "omomo/sub3_largebox_003.npz", OMOMO, 0.0, 4.6),
@@ -95,7 +95,7 @@ TRANSITIONS = (("run_start", "run", "walk", "run"),)
 # run_rest starts the sprint from standing: run_start begins mid-stride at 1 m/s, 0.31 m from the home pose,
 # and reaches 5 m/s 0.75 s into its speed-up. The speed itself rises over 7 s to the run's 5.1 m/s at its cadence,
 # by at most 1.4 m/s² (speed_blend): the run expert, paid for speed, reached 4.4 m/s from home in about 4.5 s. Blending
-# cadence and stride, as before session 24, the clip stood for 1.2 s of a 4 s ramp and then asked for 2.6 m/s².
+# cadence and stride instead, the clip stood for 1.2 s of a 4 s ramp and then asked for 2.6 m/s².
 # 25 s long, so that an episode started anywhere in the run expert's start window (its first 4 s) runs its 1000
 # steps on the clip: at 21 s, starts after 1 s ran off the end into a held mid-stride frame and were ended there.
 # The last entry is the TransitionConfig timing.
@@ -113,7 +113,7 @@ FROM_REST = (
 # the IK leant the robot 0.3 m past its toes: the grip, balanced, fits the two together. Its last frame sets the
 # box on the table bent 46° over it, one foot in the air (the person's floating left foot, never pinned: see the
 # pickup_carry recipe); a lead-out would let go and stand up, but the carry expert
-# fine-tuned on it for 11.2M steps scored 7/10 from the clip and 4/10 from home (session 23), so the shipped clip
+# fine-tuned on it for 11.2M steps scored 7/10 from the clip and 4/10 from home, so the shipped clip
 # (and the carry expert) end at the set-down.
 LEAD_INS = (("pickup_carry_start", "pickup_carry", True, False),)
 # (clip name, skill, get-up source, cycle, GetDownConfig fields): standing in the home pose, getting down as a real
@@ -124,9 +124,9 @@ LEAD_INS = (("pickup_carry_start", "pickup_carry", True, False),)
 GET_DOWNS = (("crawl_get_down", "crawl", "deepmimic/humanoid3d_getup_facedown.txt", "crawl", {"total_s": 25.0}),)
 # (clip name, expert folder under experts/): the clip's opening remade from the expert's best rollout from home
 # (metaworld_x.simulated_opening), after the stages above have built it. crawl_get_down's kinematic dive is
-# somewhere no body goes: no clip start before 1.6 s survived it (session 34), while the expert got down from home in
+# somewhere no body goes: no clip start before 1.6 s survived it, while the expert got down from home in
 # every episode. 25 s long, so that a 1000-step episode started in its first 4 s stays on the clip. The shipped clip's
-# opening comes from the session-20 crawl expert (its fingerprint is in the clip's info); a rebuild with a later
+# opening comes from an earlier crawl expert (its fingerprint is in the clip's info); a rebuild with a later
 # expert gives a different one.
 SIMULATED_OPENINGS = (("crawl_get_down", "crawl"),)
 

@@ -6,18 +6,18 @@ For each episode: the step each sub-goal is reached, where the box is (relative 
 table) when it comes down to 10 cm above that place, where the expert's clip has its box at that step (how far
 from its place and how high above it), the most the box leans over the next 50 steps, and how the episode ends.
 The seeds are `eval router`'s (PRNGKey(seed + 10000)), so with the fetch router's weight all on carry the
-episodes are the router's. Session 42 used it to find why carry misses: the box comes down lower than the
+episodes are the router's. It shows why carry misses: the box comes down lower than the
 clip's, meets the table top short of its place, and drags across it.
 
 Then, at a few steps around the set-down, where the box is relative to the pelvis (ahead of it and above it, in
 its heading frame), averaged over the episodes still running, against the clip's box relative to the clip's
-pelvis at the same clip time: whether the robot holds and lowers the box as its clip does (session 43: 4 cm nearer
+pelvis at the same clip time: whether the robot holds and lowers the box as its clip does (it held it 4 cm nearer
 its body, and lowered straight down where the clip reaches out). And where the robot's pelvis is against the
 clip's (the fetch scene is laid out as the clip, so the two share a frame), in the clip pelvis's heading frame:
 a box set down short is either held short of the pelvis or carried by a pelvis that stops short.
 
 Last, at the same steps, the palms in the box's frame: how far apart they are across it and how far the box's centre
-is below them. Session 45 found the grip opening by 4-6 cm and the box slipping 4 cm down between the palms from step
+is below them. It showed the grip opening by 4-6 cm and the box slipping 4 cm down between the palms from step
 345 to 350, 8 cm above and 8 cm short of its place: within carry's 10 cm "delivered", where its grip reward stops
 caring what the hands do.
 """

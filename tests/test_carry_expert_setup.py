@@ -397,7 +397,7 @@ def _box_on_the_table(compiled, qpos, quat) -> np.ndarray:
     return placed
 
 
-# The box rolled a quarter turn about the line between the palms (its y axis): how the session-18 expert set it
+# The box rolled a quarter turn about the line between the palms (its y axis): how an early expert set it
 # down. Its x and z half-sizes are equal, so the rolled box has the upright one's footprint and height.
 ROLLED = Rotation.from_euler("y", 90, degrees=True).as_quat(scalar_first=True)
 UPRIGHT = np.array([1.0, 0.0, 0.0, 0.0])
@@ -462,8 +462,8 @@ def test_the_place_reward_tells_a_box_set_down_short_from_one_on_its_place(carry
 
 def test_grip_release_height_keeps_the_hands_paid_for_holding_a_box_above_its_place(carry):
     """Delivered means within 10 cm of the place, in the air too: without grip_release_height the hands are paid
-    whatever they do with the box 8 cm above it, and the session-39 expert's palms opened there. The shipped expert
-    is trained with it (session 46): only a box resting on the table top frees them; on the table, either way."""
+    whatever they do with the box 8 cm above it, and an expert trained so opened its palms there. The shipped expert
+    is trained with it: only a box resting on the table top frees them; on the table, either way."""
     task, compiled, init, _ = carry
     assert task.objective.config.grip_release_height == 0.02, "the shipped carry is trained with it"
     free = replace(task.objective, config=with_overrides(task.objective.config, {"grip_release_height": None}))

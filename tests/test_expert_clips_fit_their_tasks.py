@@ -74,7 +74,7 @@ def deepest_prop_penetration(skill: str) -> tuple[float, float, str]:
 # Experts shipped although some reference starts overlap a prop, with why (a start there begins with a contact push).
 KNOWN_OVERLAPS: dict[str, str] = {
     "carry": "after the lift the clip walks on over the 11 cm stand the box rested on (the person's box rested on the "
-             "floor) and a foot passes through it; found in session 18 after the carry expert shipped, 10/10 from home; "
+             "floor) and a foot passes through it; found after the carry expert shipped, 10/10 from home; "
              "a stand that the walk clears, or one removed once the box is lifted, is the fix",
 }
 
@@ -177,8 +177,8 @@ MOVING_END_SPEED = 0.3
 # Experts shipped although their episodes can outlast a clip that ends moving, with why.
 KNOWN_MOVING_ENDS: dict[str, str] = {
     "carry": "the take ends setting the box down, bent 46° over the table with a foot in the air; late starts hold that "
-             "frame for up to 8 s, 58 % of evaluated steps (session 23). A lead-out that ends it standing "
-             "(motion/lead_out.py) cost home-start success and is not shipped (experts/README.md)",
+             "frame for up to 8 s, 58 % of evaluated steps. A lead-out that ends it standing "
+             "(motion/lead_out.py) cost home-start success and is not shipped (docs/design-notes.md)",
 }
 
 
@@ -186,7 +186,7 @@ KNOWN_MOVING_ENDS: dict[str, str] = {
 @pytest.mark.parametrize("skill", list(EXPERTS))
 def test_an_episode_started_in_the_start_window_ends_before_a_moving_clip_does(skill):
     # run_rest was 21 s long while its expert started episodes anywhere in its first 4 s and ran them for 20 s:
-    # every start after 1 s reached the end, where the reference froze mid-sprint, and was ended there (session 24).
+    # every start after 1 s reached the end, where the reference froze mid-sprint, and was ended there.
     task = expert_task(EXPERTS[skill])
     config, ref = task.config, task.reference
     overruns = []

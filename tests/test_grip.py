@@ -182,7 +182,7 @@ def test_facing_and_smoothed_balance_lay_the_paddles_flat_and_stop_the_pelvis_lu
     """Two defects of the shipped grip: the forearms' free roll lets the paddles meet the box's faces at up to 33°,
     and the balance pull, switched with each step's double support, moves the pelvis up to 15.6 cm in one frame
     as a foot lifts. The same clip made with the facing task and a smoothed balance weight has neither (not
-    shipped: the carry expert would need retraining on it; experts/README.md, session 34)."""
+    shipped: the carry expert would need retraining on it)."""
     from metaworld_x.motion.lead_in import with_lead_in
 
     shipped = _paddle_tilt_and_lurch(gripped[0])

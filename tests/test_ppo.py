@@ -383,7 +383,7 @@ def test_a_critic_warmup_holds_the_policy_while_the_fresh_critics_learn(tmp_path
 
 def test_a_fine_tune_from_a_shipped_policy_trains_its_fresh_critics_alone_unless_told_otherwise(tmp_path):
     """A shipped policy comes without its critics. With no critic-only iterations a reach_one_hand fine-tune
-    went from 16 of 16 evaluation episodes standing to 8 falls in 25 iterations (session 27), so a config that does
+    went from 16 of 16 evaluation episodes standing to 8 falls in 25 iterations, so a config that does
     not say holds the policy for `FRESH_CRITIC_WARMUP_ITERATIONS` there, and only there."""
     from metaworld_x.policy import from_training, save_policy
     from metaworld_x.training.warm_start import FRESH_CRITIC_WARMUP_ITERATIONS, critic_warmup_iterations

@@ -44,8 +44,8 @@ def test_with_no_iterations_the_planner_executes_the_router_s_own_weights():
 
 def test_planner_leaves_a_poor_warm_start_for_weights_the_world_model_rates_higher():
     """In stand's world model, from a mean that favours sit (what a wrong router would say), the plan moves away, to
-    stand. How much higher the model rates stand than sit depends on the model: 0.5 of 22 for session 46's, more
-    for earlier ones, so the test asks for the direction, not a margin."""
+    stand. How much higher the model rates stand than sit depends on the model: 0.5 of 22 for the shipped one,
+    more for others, so the test asks for the direction, not a margin."""
     from metaworld_x.routing.network import drop_small_weights
     from metaworld_x.routing.planner import imagined_return, plan_weight_sequence
 

@@ -16,7 +16,7 @@ from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR
 
 pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
 
-# Experts shipped although they miss a goal, with why; listed in experts/README.md too.
+# Experts shipped although they miss a goal, with why; listed in the experts' model cards too.
 BELOW_GOAL: dict[str, str] = {}
 
 
@@ -39,8 +39,8 @@ def test_every_shipped_expert_meets_its_recorded_metrics(skill):
     # goals below are checked on this fresh evaluation, strictly: they are the real test.
     assert abs(fresh["success"] - recorded["success"]) <= MACHINE_SPREAD
     assert fresh["task_return"] == pytest.approx(recorded["task_return"], rel=5e-2)
-    # from_home: since home starts exist; from_handover: since session 22 (stand); from_start: since session 10, for
-    # experts that cannot start from home
+    # from_home, from_handover (stand) and from_start (experts that cannot start from home) exist only in newer
+    # metrics
     for starts in ("from_home", "from_handover", "from_start"):
         if recorded.get(starts) is not None:
             assert abs(fresh[starts]["success"] - recorded[starts]["success"]) <= MACHINE_SPREAD, starts
@@ -88,7 +88,7 @@ UNCHARGED: dict[str, str] = {}
 @pytest.mark.parametrize("skill", sorted(EXPERTS))
 def test_every_spec_charges_an_early_end_as_its_deviation_limit_for_ever(skill):
     """Without the charge the tracking cost makes ending an episode the cheapest way out: walk, sit and stand trained
-    from scratch learned to end their clip episodes within 16-77 steps (sessions 28-29). A failure is charged as
+    from scratch learned to end their clip episodes within 16-77 steps. A failure is charged as
     never getting back, that is as the deviation that ends the episode, so the charge follows the spec's limit."""
     from metaworld_x.envs.expert import expert_task
 

@@ -100,7 +100,7 @@ def test_an_opening_simulated_with_the_crawl_expert_starts_at_home_and_resumes_t
     remade = with_simulated_opening(clip, CRAWL, model=model, config=config)
     opening = remade.info["simulated_opening"]
     assert opening["survived"] >= 1 and opening["rollout"] in (0, 1)
-    # the expert is named as router.json names it; the shipped clip's opening came from the session-20 expert
+    # the expert is named as router.json names it; the shipped clip's opening came from an earlier crawl expert
     assert len(opening["expert_params_sha256"]) == 16 and clip.info["simulated_opening"]["expert_params_sha256"] == "97e1e909814b1a56"
     assert 1.0 < opening["splice_s"] <= 1.22
     assert remade.num_frames == clip.num_frames and remade.fps == clip.fps

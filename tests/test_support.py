@@ -100,8 +100,8 @@ def test_summary_counts_the_longest_stretches():
 
 def test_quiet_clips_stay_over_their_feet_and_the_crawl_get_down_dives(model):
     """Standing and the one-hand reach never leave the feet. crawl_get_down's way onto the hands (1.3-1.7 s) is a
-    fall, more than 10 cm past the support throughout: in session 32's kinematic dive, and in the crawl expert's
-    simulated get-down that replaced it (session 34), which a body does make, caught on the hands."""
+    fall, more than 10 cm past the support throughout: in the kinematic dive, and in the crawl expert's
+    simulated get-down that replaced it, which a body does make, caught on the hands."""
     for name in ("stand", "stand_2", "reach_one_hand"):
         clip = read_clip(MOTIONS_DIR / f"{name}.npz")
         trace = support_trace(model, clip.qpos, clip.fps)

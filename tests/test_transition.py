@@ -150,7 +150,7 @@ def test_the_shipped_run_rest_starts_at_home_and_speeds_up_no_faster_than_the_ru
     window = int(round(run.period * FPS))
     speed = _forward_speed(shipped.root_pos, window)
     acceleration = np.diff(speed[::window]) / (window / FPS)  # cycle to cycle: the stride's own surge cancels
-    # The session-13 run expert, paid for speed, went from rest to 4.4 m/s in about 4.5 s from home.
+    # A run expert paid for speed went from rest to 4.4 m/s in about 4.5 s from home.
     assert acceleration.max() < 1.5
     ramp_end = int((shipped.info["before_s"] + shipped.info["ramp_s"]) * FPS)
     assert speed[ramp_end:].mean() == pytest.approx(run.speed, rel=0.05)

@@ -31,7 +31,7 @@ class TrainExpert:
     """Override the spec's Adam step size (a fine-tune from a shipped expert is steadier at 1e-4 than at 3e-4)."""
     desired_kl: float | None = None
     """Adapt the step size after every update toward this KL between the policies before and after it (e.g.
-    0.01; experts/README.md, "Fine-tunes at 3e-4 take large steps")."""
+    0.01; docs/design-notes.md)."""
     backend: Literal["cpu", "mjx"] | None = None
     """Physics backend; default: the spec's (cpu: mujoco.batch; mjx: GPU)."""
     run_dir: Path | None = None

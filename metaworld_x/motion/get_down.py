@@ -4,7 +4,7 @@ A router starts every expert standing in the home pose, and the crawl cycle
 never stands. Blending the home pose straight into the crawl's joint angles
 (`transition.from_rest`, crawl_start) folds the legs while the pelvis is still
 high: half-way the feet leave the floor with nothing under the robot, and no
-policy learned to follow it (session 15). People get down the way they get
+policy learned to follow it. People get down the way they get
 up, backwards. DeepMimic's get-up from lying face down, reversed, bends
 forward over the feet, puts the hands on the floor ahead of them and then
 lowers the knees: every frame has support. The clip is made of:

@@ -11,8 +11,7 @@ are not the person's. In OMOMO's large-box pickup (pickup_carry) the held box
   box resting on the floor.
 
 A policy that followed such a clip exactly would never touch the box. The
-lead-in run got down to it in 10/10 home episodes and lifted it in none
-(session 16).
+lead-in run got down to it in 10/10 home episodes and lifted it in none.
 
 `with_grip` fits the hands and the box to each other from the lift on. The lift
 is the first frame where the held box rises `lift_threshold` above its rest.
@@ -93,11 +92,11 @@ class GripConfig:
     clip's paddles meet the box's faces at 14-19° on average (up to 33°), and its box starts up to 7.4 cm inside
     them. At 0.1: 5-7° (up to 11°) and 3.9 cm, the hands 0.7 cm wider apart than asked; at 1.0 the paddles lie
     flat (1°) but the hands end 6 cm too far apart to squeeze the box. Off until a carry expert is trained on the
-    clip it makes (experts/README.md, session 34)."""
+    clip it makes."""
     balance_smoothing_s: float = 0.0
     """`IkConfig.balance_smoothing_s` for the grip's IK. The shipped clip's balance pull comes and goes with each
     step's double support, and its pelvis jumps up to 15.6 cm in a frame as a foot lifts; at 0.25 s, 5.5 cm at
-    most. Off until a carry expert is trained on the clip it makes (session 34)."""
+    most. Off until a carry expert is trained on the clip it makes."""
 
     def __post_init__(self) -> None:
         if min(self.box_half_size) <= 0 or min(self.paddle_half_size) <= 0 or self.hand_radius < 0:

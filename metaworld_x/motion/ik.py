@@ -71,7 +71,7 @@ class IkConfig:
     """Gaussian sigma (s) over which a pass's balance weight follows its double support (`standing_weight`; 0:
     the pin weights as they are). Switched with each step's double support, the pull comes and goes within the 3
     frames of a pin's blend, and the pose it held jumps back toward the other targets: pickup_carry_start's
-    pelvis moves up to 15.6 cm in one frame as a foot lifts; smoothed over 0.25 s, 5.5 cm at most (session 34)."""
+    pelvis moves up to 15.6 cm in one frame as a foot lifts; smoothed over 0.25 s, 5.5 cm at most."""
     damping: float = 1e-3
     """Levenberg-Marquardt damping of the QP."""
     iterations: int = 2

@@ -4,7 +4,7 @@ A router starts every expert standing in the home pose, and a mocap take need
 not start there. OMOMO's box pickup begins at the end of the person's last step
 up to the box: one foot still in the air, the feet 7-9 cm wider apart than the
 H1's home stance, the hips bent 0.9 rad. A policy started at home and asked for
-that pose at once swung a leg out and fell (session 16).
+that pose at once swung a leg out and fell.
 
 The lead-in is keyed (`keyframes.KeyframeClip`) from the clip's own frame at
 `join_at`, a time when both feet are planted:

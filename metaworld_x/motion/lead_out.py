@@ -5,8 +5,8 @@ The mirror of `lead_in`. A one-shot take can end mid-motion, and an episode
 (pickup_carry_start) ends as the box touches the table: the pelvis pitched 46°
 forward and still bending, the left foot in the air mid-step. Held for the rest
 of an episode that pose cost the carry expert its tracking goal (7.4 cm over
-the second after the end, against 5.7 cm while the clip plays; session 23), and
-a stand expert handed the robot there fell in 6 of 10 episodes (session 22).
+the second after the end, against 5.7 cm while the clip plays), and
+a stand expert handed the robot there fell in 6 of 10 episodes.
 
 The lead-out is keyed (`keyframes.KeyframeClip`) from the clip's last frame:
 
@@ -27,7 +27,7 @@ The clip's own frames are kept exactly, and a held object stays at its last
 pose.
 
 Not applied to a shipped clip yet: the carry expert fine-tuned on
-pickup_carry_start with this lead-out (11.2M steps, session 23) tracked the
+pickup_carry_start with this lead-out (11.2M steps) tracked the
 clip to 3.7 cm but succeeded 7/10 from the clip and 4/10 from home, against
 9/10 and 9/10 for the shipped one (`LEAD_INS` in scripts/make_motion_library.py).
 """

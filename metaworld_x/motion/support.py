@@ -4,7 +4,7 @@ A retargeted clip can meet every goal in `quality` and still ask for a pose
 no body can hold. crawl_get_down's check ("the lowest point stays within 2 cm
 of the floor") saw its planted left foot and missed 0.4 s in which the centre
 of mass was 11 to 40 cm past the toes with the hands still in the air: a dive
-that no policy learned to follow (experts/README.md, session 32). Two figures
+that no policy learned to follow Two figures
 per frame say what a pose stands on:
 
 - `height` (m): the lowest point of the robot's collision geoms. Above the

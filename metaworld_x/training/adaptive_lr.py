@@ -3,7 +3,7 @@
 A trained policy explores little, so the same Adam step moves it much further
 in KL than an untrained one: fine-tunes from shipped experts at 3e-4 took a
 median approximate KL of 0.04 per update, with spikes to 4, and their
-evaluations swung between 10 and 16 of 16 (session 27); at 1e-4, 0.013. With
+evaluations swung between 10 and 16 of 16; at 1e-4, 0.013. With
 `PPOConfig.desired_kl` set, each update's KL moves the step size instead:
 divided by 1.5 above twice the target, multiplied by 1.5 under half of it.
 The rate lives in the optimiser state (optax.inject_hyperparams), where

@@ -30,7 +30,7 @@ class ConstraintConfig:
     min_multiplier: float = 0.0
     """Lower bound on λ. The failure charge is a cost, so it weighs λ times: where the tracking constraint goes
     slack and λ reaches 0, falling is no longer charged beyond the reward it forgoes. Sit and reach_one_hand,
-    resumed until λ reached 0, began to fall (experts/README.md); a floor keeps the charge. 0: plain dual ascent."""
+    resumed until λ reached 0, began to fall (docs/design-notes.md); a floor keeps the charge. 0: plain dual ascent."""
     imitation_bonus: float = 0.5
     """In lagrangian mode, weight of the dense imitation reward added to the task reward (a shaping that
     makes the constraint reachable early; the constraint itself is on the tracking error)."""

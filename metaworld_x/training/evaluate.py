@@ -15,7 +15,7 @@ def success_interval(successes: int, episodes: int, z: float = Z_95) -> tuple[fl
     """Wilson score interval of a success rate, 95 % by default.
 
     A periodic evaluation runs 16 episodes: 12/16 reads 75 % but is [51, 90] %, so two checkpoints 20 points apart
-    are often the same policy (session 36 took such noise for a fine-tune's dips). Wilson's interval, unlike the
+    are often the same policy (such noise once passed for a fine-tune's dips). Wilson's interval, unlike the
     normal approximation, stays inside [0, 1] and is not empty at 0/n or n/n."""
     if episodes < 1:
         raise ValueError(f"a success interval needs at least one episode, got {episodes}")

@@ -26,7 +26,7 @@ def is_shipped_policy(path: Path) -> bool:
 
 
 # Critic-only iterations of a fine-tune from a shipped policy whose config does not set them. With none, a
-# reach_one_hand fine-tune (session 27) went from 16 of 16 evaluation episodes standing to 8 falls in 25 iterations:
+# reach_one_hand fine-tune went from 16 of 16 evaluation episodes standing to 8 falls in 25 iterations:
 # the fresh critics' advantages moved the policy (approx. KL 0.1-0.3 per update against 0.05 later).
 FRESH_CRITIC_WARMUP_ITERATIONS = 30
 
@@ -101,7 +101,7 @@ def shipped_sample_count(path: Path) -> int | None:
 
 def shipped_multiplier(path: Path) -> float | None:
     """The Lagrange multiplier a shipped expert's training ended with (its metrics.json), or None if not recorded
-    (experts shipped before session 27)."""
+    (older experts' metrics do not record it)."""
     metrics = Path(path) / "metrics.json"
     if not metrics.is_file():
         return None
@@ -118,7 +118,7 @@ def with_policy_statistics(
 
     `seen`: the samples the shipped statistics came from (its training steps). Counted as one unroll, they
     were the new data's within a few iterations: a fine-tune's first 0.5M steps on a new clip moved the crawl
-    expert's inputs so far that its crawl, held unchanged, fell in every evaluation episode (session 19).
+    expert's inputs so far that its crawl, held unchanged, fell in every evaluation episode.
     Counted as seen, new data moves them as slowly as it would have in the original run. One count serves
     every key, so the critics' statistics (from the warm-up unroll) are held alike."""
     mean, std = dict(normalizer.mean), dict(normalizer.std)

@@ -24,7 +24,7 @@ GRIP_ACROSS = (BOX_HALF_SIZE[1] - 0.06, BOX_HALF_SIZE[1] + 0.04)
 GRIP_ALONG = 0.04
 GRIP_UP = BOX_HALF_SIZE[2] - 0.06
 # The most the box may lean (degrees) and still count as set down. Distance alone cannot tell: a box rolled 90°
-# about the line between the palms, as the session-18 carry expert set it down, keeps its footprint and height.
+# about the line between the palms, as an early carry expert set it down, keeps its footprint and height.
 UPRIGHT_TILT_DEG = 15.0
 
 

@@ -31,7 +31,7 @@ class CarryRewards(RewardScales):
     grip: float = 0.2
     """Both palms on opposite side faces of the box (`box.grip`): 1 there, about 0.2 with them resting on its top;
     1 whatever the hands do once the box is delivered, so letting go of it costs nothing and holding on earns
-    nothing (paid for palms on a box on the table, the session-18 expert kept pressing them and rolled it)."""
+    nothing (paid for palms on a box on the table, an early expert kept pressing them and rolled it)."""
     level: float = 0.1
     """The box upright (`box.level`), held as it rests, not swinging about the line between the hands."""
     deliver: float = 0.5
@@ -40,7 +40,7 @@ class CarryRewards(RewardScales):
     place: float = 0.0
     """The box's closeness to its resting place once near it (1 within 3 cm, 0 from 23 cm) times `level`. `deliver`
     pays a box lowered 8 cm short of its place as much as one on it, and such a box can drag across the table and
-    tip (fetch's misses; router/README.md, sessions 42-44). Off in the shipped expert."""
+    tip (fetch's misses; docs/design-notes.md). Off in the shipped expert."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class CarryConfig(TaskConfig):
     """Once delivered, `grip` pays the hands whatever they do only with the box's centre at most this high (m) above
     its resting height: set down on the table top, not held over it. None: as soon as it is delivered, which is within
     `success_distance` of its place in the air too. So the shipped expert's palms opened with the box 8 cm up and
-    8 cm short of its place, and it dropped and was dragged across the table (fetch's misses; session 45)."""
+    8 cm short of its place, and it dropped and was dragged across the table (fetch's misses)."""
     rewards: CarryRewards = field(default_factory=CarryRewards)
 
     def __post_init__(self):

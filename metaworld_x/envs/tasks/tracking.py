@@ -85,7 +85,7 @@ class TrackingRewards(RewardScales):
     com: float = 0.1
     object_pos: float = 0.2
     """The `object_joint` object (the box) where the clip has it; scored only by tasks that track one. Without it
-    a carry policy scored full "hold" with a paddle resting on the box's top and never lifted it (session 17)."""
+    a carry policy scored full "hold" with a paddle resting on the box's top and never lifted it."""
     object_rot: float = 0.1
     """The object turned as the clip has it. Position alone let the carry expert roll the box onto its side as it
     set it down (the clip keeps it upright), which puts its centre in the same place."""
@@ -126,7 +126,7 @@ class TrackingConfig(TaskConfig):
     once, rigidly, so that its home-start frame stands where the home pose does; from there the robot must keep to
     it as a clip start must. Re-anchored, a get-down that stays put under a task paying for forward speed (crawl's)
     lets home starts drift forward for free while clip starts end at the deviation limit; anchored once, both kinds
-    of start ask the same (experts/README.md, session 32)."""
+    of start ask the same."""
     future_steps: tuple[int, ...] = (1, 5)
     """Control steps ahead of each reference frame in the observation."""
     joint_pos_k: float = 10.0
@@ -152,7 +152,7 @@ class TrackingConfig(TaskConfig):
     handover_clip: str | None = None
     """A clip that another expert plays before a router hands over to this one: handover starts begin in its state.
     The stand expert fell after fetch's router handed it the robot as carry set the box down, bent over the table
-    with its arms out (1, 2 and 4 of 10 episodes over three wordings, session 21); it had only started from home
+    with its arms out (1, 2 and 4 of 10 episodes over three wordings); it had only started from home
     and its own clips."""
     handover_window: tuple[float, float] = (0.0, 0.0)
     """Clip times (s) of `handover_clip` between which a handover start takes the robot's state."""
@@ -175,7 +175,7 @@ class TrackingConfig(TaskConfig):
     max_object_tilt_deg: float | None = None
     """Early termination (a deviation) when the `object_joint` object's up axis turns more than this (degrees) from
     the clip's. A carried box that pitches about the line between the palms lands on its side at the set-down
-    (experts/README.md, session 37) but costs only the `level` reward there, seconds after the tilt began; ending
+    but costs only the `level` reward there, seconds after the tilt began; ending
     the episode at the tilt charges it where it happens. None: no limit. Yaw is free."""
     scene_from_clip: bool = False
     """Lay the objective's props out along the clip's object path (its `scene_along`); needs one clip with an object."""
