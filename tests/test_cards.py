@@ -1,0 +1,66 @@
+"""The model cards (experts/README.md, router/README.md) are generated from the artifacts and kept current."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+from metaworld_x.cards import render, stale, write
+from metaworld_x.paths import PROJECT_DIR
+
+
+def test_the_shipped_cards_match_their_artifacts():
+    """A card that differs from what its folder's metadata gives now is stale: regenerate, do not edit."""
+    before = {path: path.read_text() for path in render(PROJECT_DIR)}
+    out_of_date = stale(PROJECT_DIR)
+    assert not out_of_date, f"stale model cards {out_of_date}: run python scripts/make_cards.py"
+    assert {path: path.read_text() for path in before} == before, "checking must not write"
+
+
+def _small_project(tmp_path):
+    """A project with one expert and two routers copied from the shipped ones (binary files left out)."""
+    (tmp_path / "experts" / "walk").mkdir(parents=True)
+    for name in ("metrics.json", "spec.json", "policy.json"):
+        shutil.copy(PROJECT_DIR / "experts" / "walk" / name, tmp_path / "experts" / "walk" / name)
+    (tmp_path / "assets" / "motions").mkdir(parents=True)
+    shutil.copy(PROJECT_DIR / "assets" / "motions" / "walk.npz", tmp_path / "assets" / "motions" / "walk.npz")
+    (tmp_path / "router" / "stand").mkdir(parents=True)
+    for name in ("metrics.json", "router.json"):
+        shutil.copy(PROJECT_DIR / "router" / "stand" / name, tmp_path / "router" / "stand" / name)
+    return tmp_path
+
+
+def test_a_new_router_folder_gets_a_card_with_no_code_change(tmp_path):
+    """A router over every task, its metrics thinner than a task router's, is carded like the others."""
+    project = _small_project(tmp_path)
+    metrics = json.loads((project / "router" / "stand" / "metrics.json").read_text())
+    metrics = {"instruction": "walk to the chair, then sit down", "machine": "a test machine",
+               "selected": metrics["selected"], "evals": metrics["evals"]}
+    (project / "router" / "all_tasks").mkdir()
+    (project / "router" / "all_tasks" / "metrics.json").write_text(json.dumps(metrics))
+    router = json.loads((project / "router" / "stand" / "router.json").read_text())
+    (project / "router" / "all_tasks" / "router.json").write_text(json.dumps({**router, "task": "all_tasks"}))
+
+    text = render(project)[project / "router" / "README.md"]
+    assert "## all_tasks" in text and "## stand" in text
+    assert "walk to the chair, then sit down" in text and "a test machine" in text
+    assert "metaworld-x train router --task all_tasks" in text
+
+
+def test_write_makes_the_cards_current_and_check_fails_on_a_stale_one(tmp_path):
+    project = _small_project(tmp_path)
+    assert len(stale(project)) == 2
+    assert sorted(write(project)) == sorted(render(project))
+    assert stale(project) == [] and write(project) == []
+    card = project / "experts" / "README.md"
+    assert "## walk" in card.read_text() and "metaworld-x train expert walk" in card.read_text()
+    assert "MIT" in card.read_text(), "the clip's licence comes from its metadata"
+
+    check = [sys.executable, str(PROJECT_DIR / "scripts" / "make_cards.py"), "--check", "--project-dir", str(project)]
+    assert subprocess.run(check, capture_output=True).returncode == 0
+    metrics = json.loads((project / "experts" / "walk" / "metrics.json").read_text())
+    metrics["success"] = 7
+    (project / "experts" / "walk" / "metrics.json").write_text(json.dumps(metrics))
+    result = subprocess.run(check, capture_output=True, text=True)
+    assert result.returncode == 1 and "experts/README.md" in result.stdout
+    assert "| 7/10 |" not in card.read_text(), "--check writes nothing"
