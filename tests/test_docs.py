@@ -1,4 +1,5 @@
-"""The project describes itself, not how it was made: no tracked text names a numbered round of work."""
+"""The project describes itself, not how it was made: no tracked text names a numbered round of work, and no
+tracked image is too large to read in a browser or clone cheaply."""
 
 import re
 import subprocess
@@ -7,8 +8,12 @@ import pytest
 
 from metaworld_x.paths import PROJECT_DIR
 
-# "session 12", "session-40", "sessions 28-29", "Session14": the story of a round of work belongs in git log.
-ROUND_OF_WORK = re.compile(rb"sessions?[ -]?[0-9]", re.IGNORECASE)
+# The word for a numbered round of work, then an optional plural, dash or space and a digit: the story of a
+# round of work belongs in git log. Spelt in two parts here so that this file does not match itself.
+WORD = b"sess" + b"ion"
+ROUND_OF_WORK = re.compile(WORD + rb"s?[ -]?[0-9]", re.IGNORECASE)
+IMAGE_SUFFIXES = (".gif", ".png", ".jpg", ".jpeg", ".webp")
+MAX_IMAGE_BYTES = 1_500_000
 
 
 def _tracked_files():
@@ -38,8 +43,15 @@ def test_no_tracked_text_file_narrates_numbered_rounds_of_work():
 
 
 def test_the_pattern_finds_rounds_of_work_and_nothing_else():
-    for text in (b"(session 22)", b"the session-39 expert", b"sessions 28-29", b"Session 4"):
-        assert ROUND_OF_WORK.search(text), text
-    for text in (b"a training session", b"sessions of play", b"jax.distributed session"):
+    for text in (b"(%s 22)", b"the %s-39 expert", b"%ss 28-29", b"%s4"):
+        assert ROUND_OF_WORK.search(text % WORD), text
+    assert ROUND_OF_WORK.search(b"S" + WORD[1:] + b" 4")
+    for text in (b"a training %s", b"%ss of play", b"a %s, then 2 more"):
+        assert not ROUND_OF_WORK.search(text % WORD), text
         assert not ROUND_OF_WORK.search(text), text
 
+
+def test_no_tracked_image_is_over_its_size_limit():
+    large = [f"{path.relative_to(PROJECT_DIR)}: {path.stat().st_size / 1e6:.1f} MB" for path in _tracked_files()
+             if path.suffix.lower() in IMAGE_SUFFIXES and path.is_file() and path.stat().st_size > MAX_IMAGE_BYTES]
+    assert not large, f"images over {MAX_IMAGE_BYTES / 1e6} MB (re-encode smaller):\n" + "\n".join(large)
