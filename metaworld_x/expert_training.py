@@ -8,6 +8,8 @@ measures it over 10 seeded episodes.
 """
 
 import copy
+import dataclasses
+import functools
 import json
 import shutil
 import time
@@ -19,6 +21,7 @@ import numpy as np
 
 from metaworld_x.atomic import atomic_path, replace_folder
 from metaworld_x.envs.expert import expert_task, make_env
+from metaworld_x.envs.perturb import as_config
 from metaworld_x.envs.tasks.tracking import clip_fingerprints
 from metaworld_x.errors import UserError
 from metaworld_x.expert_specs import ExpertSpec, expert_spec
@@ -142,7 +145,7 @@ def load_expert(directory: Path):
 
 
 def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int = 0, episodes: int = EVAL_EPISODES,
-                    steps: int | None = None) -> dict:
+                    steps: int | None = None, perturb=None, other_starts: bool = True) -> dict:
     """Success over `episodes` seeded episodes started on the clip, keypoint error, task return and falls; and the
     same from the scene's home pose under "from_home", the clip re-anchored onto the robot at every step as a
     router runs the expert (`AS_A_ROUTER_STARTS`), whatever anchoring it trained with (and from `handover_clip`'s
@@ -153,6 +156,8 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
     task done (past the door, the box near the marker): "from_start" is the whole task, as a router meets it.
     `steps`: episode length; default the spec's `eval_episode_length`, else its training one. A router runs its
     experts for 1000 steps, often longer than they trained; the success bar scales with the length.
+    `perturb`: a suite name or PerturbConfig (`metaworld_x.envs.perturb`) every evaluation runs under; default none.
+    `other_starts=False` measures the clip starts only.
     """
     directory = Path(directory)
     params, policy_spec = load_expert(directory)
@@ -163,27 +168,35 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
         if steps < 1:
             raise UserError(f"episode length must be at least 1 step, got {steps}")
         task = _with_tracking(task, episode_length=steps)
-    metrics = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0, handover_start_fraction=0.0)
+    run = functools.partial(_evaluate, perturb=perturb)
+    metrics = run(params, spec, task, seed, episodes, home_start_fraction=0.0, handover_start_fraction=0.0)
+    if perturb is not None and not as_config(perturb).nominal:
+        metrics["perturb"] = {"suite": perturb if isinstance(perturb, str) else "custom",
+                              "config": dataclasses.asdict(as_config(perturb))}
+    if not other_starts:
+        return metrics
     if task.config.home_starts_possible:
-        metrics["from_home"] = _evaluate(params, spec, task, seed, episodes, **AS_A_ROUTER_STARTS)
+        metrics["from_home"] = run(params, spec, task, seed, episodes, **AS_A_ROUTER_STARTS)
     if task.config.handover_start_fraction > 0:
-        metrics["from_handover"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0,
-                                             handover_start_fraction=1.0)
+        metrics["from_handover"] = run(params, spec, task, seed, episodes, home_start_fraction=0.0,
+                                       handover_start_fraction=1.0)
     if not task.config.home_starts_possible:
         metrics["from_home"] = None
-        metrics["from_start"] = _evaluate(params, spec, task, seed, episodes, home_start_fraction=0.0,
-                                          phase_zero_fraction=1.0)
+        metrics["from_start"] = run(params, spec, task, seed, episodes, home_start_fraction=0.0,
+                                    phase_zero_fraction=1.0)
     metrics["clips"] = clip_fingerprints(task.config)  # the figures hold for these versions of the clips only
     return metrics
 
 
-def _evaluate(params, spec: ExpertSpec, task, seed: int, episodes: int, **starts: float) -> dict:
+def _evaluate(params, spec: ExpertSpec, task, seed: int, episodes: int, perturb=None, **starts: float) -> dict:
     """One evaluation of `task` with its episode starts overridden (`TrackingConfig` fields): home_start_fraction 0
-    (on the clip) or 1 (from the home pose); phase_zero_fraction 1 puts every clip start at the first frame."""
+    (on the clip) or 1 (from the home pose); phase_zero_fraction 1 puts every clip start at the first frame.
+    `perturb`: see `evaluate_expert`."""
+    from metaworld_x.envs.perturb import perturbed
     from metaworld_x.policy import act
 
     task = _with_tracking(task, **starts)
-    env = make_env(task, episodes, "cpu")
+    env = perturbed(make_env(task, episodes, "cpu"), perturb)
     reasons = env.reason_names
     policy = jax.jit(lambda obs: act(params, obs))
     state = env.reset(jax.random.PRNGKey(seed))

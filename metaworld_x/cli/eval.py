@@ -26,8 +26,11 @@ class EvalExpert:
     """The expert's folder; default experts/<skill>."""
     json_out: Path | None = None
     """Also write the figures to this JSON file."""
+    perturb: str = "none"
+    """Perturbation suite: none, push, model, latency, noise or all (metaworld_x/envs/perturb.py)."""
 
     def run(self) -> None:
+        from metaworld_x.envs.perturb import perturb_suite
         from metaworld_x.errors import UserError
         from metaworld_x.expert_specs import expert_spec
         from metaworld_x.expert_training import evaluate_expert
@@ -35,8 +38,10 @@ class EvalExpert:
 
         if self.episodes < 1:
             raise UserError(f"--episodes must be at least 1, got {self.episodes}")
+        suite = perturb_suite(self.perturb)
         metrics = evaluate_expert(self.expert_dir or EXPERTS_DIR / self.skill, seed=self.seed, episodes=self.episodes,
-                                  steps=self.steps)
+                                  steps=self.steps, perturb=self.perturb)
+        print(f"perturbation: {self.perturb} ({suite.describe()})")
         print(f"success: {metrics['success']}/{metrics['episodes']}")
         print(f"tracking error: {metrics['tracking_error_m'] * 100:.1f} cm (mean keypoint, relative to the root)")
         print(f"task return: {metrics['task_return']:.1f} ({metrics['task_return_per_1000_steps']:.1f} per 1000 steps)")
@@ -91,6 +96,8 @@ class EvalRouter:
     """MPPI: refits per plan (0 executes the router's own weights); default MppiConfig's."""
     plan_every: int | None = None
     """MPPI: control steps per plan, the plan's later weights running in between; default MppiConfig's."""
+    perturb: str = "none"
+    """Perturbation suite: none, push, model, latency, noise or all (metaworld_x/envs/perturb.py)."""
 
     def planner(self):
         """The MppiConfig asked for, or None without --plan mppi."""
@@ -107,10 +114,12 @@ class EvalRouter:
         return MppiConfig(**knobs)
 
     def run(self) -> None:
+        from metaworld_x.envs.perturb import perturb_suite
         from metaworld_x.errors import UserError
         from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
         from metaworld_x.routing.evaluation import PROBES, ablation_table, evaluate_router, results_table, shipped_routers
 
+        suite = perturb_suite(self.perturb)
         planner = self.planner()
         root = self.router_dir or ROUTER_DIR
         folders = shipped_routers(root)
@@ -126,10 +135,11 @@ class EvalRouter:
                 wordings += list(PROBES.get(record["task"], ()))
             plots = None if self.plots_dir is None else self.plots_dir / folder.name
             report = evaluate_router(folder, self.experts_dir or EXPERTS_DIR, wordings, self.episodes, self.seed, self.steps,
-                                     plan=planner, plots_dir=plots)
+                                     plan=planner, plots_dir=plots, perturb=self.perturb)
             metrics_path = folder / "metrics.json"
             report["metrics"] = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
             reports.append(report)
+        print(f"perturbation: {self.perturb} ({suite.describe()})")
         print(results_table(reports))
         if planner is not None:
             print(f"weights from {planner.describe()}")

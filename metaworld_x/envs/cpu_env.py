@@ -154,6 +154,20 @@ class CpuEnv:
             self.batch.expand(name)[...] = values
         self.batch.set_const()
 
+    def add_root_velocity(self, state: State, delta) -> State:
+        """Shove the robots: add delta [B, 2] (m/s) to each root's horizontal velocity before the next step.
+
+        Shoved worlds are brought back to the velocity stage, so the next step's first substep
+        sees the new velocity in its damping and contact terms too. The State's view still holds
+        the velocities it observed."""
+        self._check_latest(state)
+        delta = np.asarray(delta, np.float64)
+        rows = np.flatnonzero(np.any(delta != 0, axis=1))
+        if rows.size:
+            self._qvel[rows, :2] += delta[rows]
+            self.batch.forward(rows, stage=mujoco.mjtStage.mjSTAGE_VEL)
+        return state
+
     # ---- internals ---------------------------------------------------------------
 
     def _read_view(self) -> PhysicsView:

@@ -4,7 +4,8 @@ Both run on the cpu backend (MuJoCo's C engine); the single env is a batch of
 one world on one thread. Headless rendering uses EGL, which `metaworld_x`
 selects on import when there is no display. Episode length is left to gymnasium: the single env
 is registered with `max_episode_steps` (TimeLimit), and the vector env
-receives it and ends episodes itself.
+receives it and ends episodes itself. `perturb=` runs either under a perturbation suite
+(`metaworld_x.envs.perturb`): `gymnasium.make("MetaWorldX/H1-Walk-v0", perturb="push")`.
 """
 
 import os
@@ -18,6 +19,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from metaworld_x.envs.cpu_env import CpuEnv
+from metaworld_x.envs.perturb import perturbed
 from metaworld_x.envs.tasks import make_task
 
 RENDER_CAMERA = "track"
@@ -59,12 +61,14 @@ class MetaWorldXEnv(gym.Env):
     reward term as `reward/<name>` (they sum to the reward), `success`,
     `termination_reason` ("none", "fall", "nonfinite_action", ...), and the
     physics state `qpos` [nq] and `qvel` [nv] (the whole model's, robot first).
+    `perturb`: a perturbation suite (none, push, model, latency, noise, all) or a PerturbConfig.
     """
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
 
-    def __init__(self, task: str, render_mode: str | None = None, width: int = 640, height: int = 480, **settings):
-        args = dict(task=task, render_mode=render_mode, width=width, height=height, **settings)
+    def __init__(self, task: str, render_mode: str | None = None, width: int = 640, height: int = 480,
+                 perturb="none", **settings):
+        args = dict(task=task, render_mode=render_mode, width=width, height=height, perturb=perturb, **settings)
         self._setup(make_task(task, **settings), args)
 
     def _setup(self, task, args: dict) -> None:
@@ -74,7 +78,7 @@ class MetaWorldXEnv(gym.Env):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         self._args = args
         self.render_mode, self._size = render_mode, (height, width)
-        self._env = CpuEnv(task, 1, nthread=1, auto_reset=False)
+        self._env = perturbed(CpuEnv(task, 1, nthread=1, auto_reset=False), args.get("perturb"))
         self._state = self._env.reset(jax.random.PRNGKey(0))
         self.observation_space, self.action_space = _spaces(self._env, self._state.obs["state"].shape[-1])
         self.metadata = {**self.metadata, "render_fps": int(round(1 / self._env.compiled.control_dt))}
@@ -158,20 +162,20 @@ class MetaWorldXVectorEnv(VectorEnv):
     Worlds reset themselves in the step that ends them (autoreset mode
     SAME_STEP): the returned observation is the new episode's first, and
     `info["final_obs"]` (masked by `info["_final_obs"]`) the old one's last.
-    `info` holds what the single env's does, each with a leading [num_envs].
+    `info` holds what the single env's does, each with a leading [num_envs]. `perturb`: as the single env's.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, task: str, num_envs: int = 1, max_episode_steps: int | None = None, nthread: int | None = None,
-                 **settings):
+                 perturb="none", **settings):
         if max_episode_steps is not None:
             settings["episode_length"] = max_episode_steps
-        self._setup(make_task(task, **settings), num_envs, nthread)
+        self._setup(make_task(task, **settings), num_envs, nthread, perturb)
 
-    def _setup(self, task, num_envs: int, nthread: int | None) -> None:
-        """Build `num_envs` worlds of the Task `task` in one batch."""
-        self._env = CpuEnv(task, num_envs, nthread=nthread, auto_reset=True)
+    def _setup(self, task, num_envs: int, nthread: int | None, perturb="none") -> None:
+        """Build `num_envs` worlds of the Task `task` in one batch, under the perturbation suite `perturb`."""
+        self._env = perturbed(CpuEnv(task, num_envs, nthread=nthread, auto_reset=True), perturb)
         self._state = self._env.reset(jax.random.PRNGKey(0))
         self.num_envs = num_envs
         self.single_observation_space, self.single_action_space = _spaces(

@@ -118,14 +118,24 @@ class MjxEnv:
         self.model, self._model_axes = model, axes
         self._jit()
 
+    def add_root_velocity(self, state: State, delta) -> State:
+        """Shove the robots: add delta [B, 2] (m/s) to each root's horizontal velocity, at the velocity stage."""
+        return self._shove(self.model, state, jnp.asarray(delta, jnp.float32))
+
     # ---- physics -----------------------------------------------------------------
 
     def _jit(self):
         self._reset = jax.jit(self._reset_fn)
         self._step = jax.jit(self._step_fn)
+        self._shove = jax.jit(self._shove_fn)
         if self.impl == "jax":  # MJX-JAX's plane-box contacts differ from C's and Warp's
             self._reset = traced_with_c_contacts(self._reset)
             self._step = traced_with_c_contacts(self._step)
+            self._shove = traced_with_c_contacts(self._shove)
+
+    def _shove_fn(self, model, state: State, delta) -> State:
+        data = state.data.replace(qvel=state.data.qvel.at[:, :2].add(delta))
+        return state.replace(data=self._vmap_model(self._velocity_stage)(model, data))
 
     def _vmap_model(self, fn):
         """vmap fn(model, *per_world) over worlds, with the model batched where randomised."""

@@ -5,9 +5,10 @@
     per_world = jax.vmap(randomize, in_axes=(None, 0, None))(arrays, keys, config)
     apply(env, per_world)                                          # cpu: Batch.expand; mjx: batched model
 
-`randomize` draws one world's friction, link masses and PD gains (kp and kv
-scaled together with the servo's bias terms, so each stays a PD servo);
-`push` kicks the robot's root velocity, the usual stand-in for shoves.
+`randomize` draws one world's friction, the robot's link masses and PD gains
+(kp and kv scaled together with the servo's bias terms, so each stays a PD
+servo); `push` kicks the robot's root velocity, the usual stand-in for shoves.
+`metaworld_x.envs.perturb` builds its evaluation suites from these.
 """
 
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ class RandomizationConfig:
     friction: tuple[float, float] = (0.6, 1.4)
     """Factor on every geom's sliding friction."""
     mass: tuple[float, float] = (0.9, 1.1)
-    """Factor on each body's mass, drawn per body."""
+    """Factor on each of the robot's link masses, drawn per link (props keep theirs)."""
     kp: tuple[float, float] = (0.9, 1.1)
     """Factor on each servo's stiffness, drawn per servo."""
     kv: tuple[float, float] = (0.9, 1.1)
@@ -56,6 +57,7 @@ class ModelArrays:
     actuator_gainprm: jax.Array  # [nu, 10]; [:, 0] is kp for a position servo
     actuator_biasprm: jax.Array  # [nu, 10]; [:, 1] is -kp, [:, 2] is -kv
     actuator_biastype: jax.Array = struct.field(pytree_node=False, default=None)  # which actuators are servos
+    robot_body: tuple[bool, ...] = struct.field(pytree_node=False, default=None)  # [nbody] the robot's links
 
 
 FIELDS = ("geom_friction", "body_mass", "actuator_gainprm", "actuator_biasprm")
@@ -63,9 +65,12 @@ FIELDS = ("geom_friction", "body_mass", "actuator_gainprm", "actuator_biasprm")
 
 def model_arrays(model: mujoco.MjModel) -> ModelArrays:
     """The nominal values, from an MjModel."""
+    from metaworld_x.robot.parts import robot_bodies
+
     return ModelArrays(
         **{f: jnp.asarray(getattr(model, f), jnp.float32) for f in FIELDS},
         actuator_biastype=tuple(int(t) for t in model.actuator_biastype),
+        robot_body=tuple(bool(b) for b in robot_bodies(model)),
     )
 
 
@@ -79,7 +84,8 @@ def randomize(arrays: ModelArrays, rng: jax.Array, config: RandomizationConfig) 
         return jax.random.uniform(key, shape, minval=bounds[0], maxval=bounds[1])
 
     friction = arrays.geom_friction.at[:, 0].multiply(factor(k_friction, config.friction))
-    mass = arrays.body_mass * factor(k_mass, config.mass, arrays.body_mass.shape)
+    link_factor = factor(k_mass, config.mass, arrays.body_mass.shape)
+    mass = arrays.body_mass * jnp.where(jnp.asarray(arrays.robot_body), link_factor, 1.0)
     kp = jnp.where(servo, factor(k_kp, config.kp, (nu,)), 1.0)
     kv = jnp.where(servo, factor(k_kv, config.kv, (nu,)), 1.0)
     gain = arrays.actuator_gainprm.at[:, 0].multiply(kp)
@@ -87,12 +93,12 @@ def randomize(arrays: ModelArrays, rng: jax.Array, config: RandomizationConfig) 
     return arrays.replace(geom_friction=friction, body_mass=mass, actuator_gainprm=gain, actuator_biasprm=bias)
 
 
-def kick(qvel: jax.Array, rng: jax.Array, config: RandomizationConfig) -> jax.Array:
-    """[nv] velocities with a random horizontal change of the root's, up to `push_speed`."""
+def horizontal_kick(rng: jax.Array, low: float, high: float) -> jax.Array:
+    """[2] a change of horizontal velocity (m/s): speed uniform in [low, high], direction uniform."""
     k_angle, k_speed = jax.random.split(rng)
     angle = jax.random.uniform(k_angle, (), minval=-jnp.pi, maxval=jnp.pi)
-    speed = jax.random.uniform(k_speed, (), minval=0.0, maxval=config.push_speed)
-    return qvel.at[:2].add(speed * jnp.stack([jnp.cos(angle), jnp.sin(angle)]))
+    speed = jax.random.uniform(k_speed, (), minval=low, maxval=high)
+    return speed * jnp.stack([jnp.cos(angle), jnp.sin(angle)])
 
 
 def apply(env, arrays: ModelArrays) -> None:
@@ -118,17 +124,8 @@ def apply(env, arrays: ModelArrays) -> None:
 
 
 def push(env, state, rng: jax.Array, config: RandomizationConfig, mask=None):
-    """The State with the roots of worlds in `mask` ([B] bool, default all) kicked."""
-    from metaworld_x.envs.cpu_env import CpuEnv
-
+    """The State with the roots of worlds in `mask` ([B] bool, default all) kicked (see `add_root_velocity`)."""
     keys = jax.random.split(rng, env.num_worlds)
     mask = jnp.ones(env.num_worlds, bool) if mask is None else jnp.asarray(mask)
-    if isinstance(env, CpuEnv):
-        qvel = env.batch.bind("qvel")
-        kicked = np.asarray(jax.vmap(kick, in_axes=(0, 0, None))(jnp.asarray(qvel, jnp.float32), keys, config))
-        rows = np.asarray(mask)
-        qvel[rows] = kicked[rows]
-        return state
-    qvel = state.data.qvel
-    kicked = jax.vmap(kick, in_axes=(0, 0, None))(qvel, keys, config)
-    return state.replace(data=state.data.replace(qvel=jnp.where(mask[:, None], kicked, qvel)))
+    delta = jax.vmap(horizontal_kick, in_axes=(0, None, None))(keys, 0.0, config.push_speed)
+    return env.add_root_velocity(state, jnp.where(mask[:, None], delta, 0.0))

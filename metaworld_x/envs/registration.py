@@ -5,6 +5,9 @@ are strings), so registering costs no jax or mujoco import.
 
     env = gymnasium.make("MetaWorldX/H1-Walk-v0", render_mode="rgb_array")
     envs = gymnasium.make_vec("MetaWorldX/H1-Walk-v0", num_envs=1024)  # one mujoco.batch
+    env = gymnasium.make("MetaWorldX/H1-Walk-v0", perturb="push")       # or model, latency, noise, all
+
+Every id, the experts' tracking ids too, takes `perturb=`: a suite of `metaworld_x.envs.perturb.SUITES`.
 """
 
 from gymnasium.envs.registration import register, registry

@@ -23,7 +23,8 @@ class State:
       metrics: {"reward/<term>": [B] scaled term, "success": [B] 0/1}.
       info: per-world bookkeeping: "step", "rng", "last_action",
         "termination_reason" (int code, see `Env.reason_names`), "truncation",
-        "episode_return", "success", "final_obs", and the task's own variables.
+        "episode_return", "success", "final_obs", the task's own variables, and
+        under a perturbation (`perturb.PerturbedEnv`) its bookkeeping, "perturb/...".
     """
 
     data: Any

@@ -5,7 +5,7 @@ the tracking task of `metaworld_x.envs.expert.expert_task(spec)`, with the
 expert's action mapping, so `metaworld_x.policy.act(params, obs)` of a
 shipped expert is a valid action. Keyword arguments override fields of the
 spec's TrackingConfig (e.g. `phase_zero_fraction=1.0` starts every episode
-at the clip's first frame).
+at the clip's first frame); `perturb=` names a perturbation suite, as for the task ids.
 """
 
 import dataclasses
@@ -25,8 +25,9 @@ def tracking_task(skill: str, **tracking):
 class ExpertTrackingEnv(MetaWorldXEnv):
     """One world of expert `skill`'s tracking task (see the module docstring)."""
 
-    def __init__(self, skill: str, render_mode: str | None = None, width: int = 640, height: int = 480, **tracking):
-        args = dict(skill=skill, render_mode=render_mode, width=width, height=height, **tracking)
+    def __init__(self, skill: str, render_mode: str | None = None, width: int = 640, height: int = 480,
+                 perturb="none", **tracking):
+        args = dict(skill=skill, render_mode=render_mode, width=width, height=height, perturb=perturb, **tracking)
         self._setup(tracking_task(skill, **tracking), args)
 
 
@@ -34,7 +35,7 @@ class ExpertTrackingVectorEnv(MetaWorldXVectorEnv):
     """`num_envs` worlds of expert `skill`'s tracking task in one `mujoco.batch`."""
 
     def __init__(self, skill: str, num_envs: int = 1, max_episode_steps: int | None = None, nthread: int | None = None,
-                 **tracking):
+                 perturb="none", **tracking):
         if max_episode_steps is not None:
             tracking["episode_length"] = max_episode_steps
-        self._setup(tracking_task(skill, **tracking), num_envs, nthread)
+        self._setup(tracking_task(skill, **tracking), num_envs, nthread, perturb)

@@ -41,12 +41,14 @@ def shipped_routers(router_root: Path) -> list[Path]:
 
 
 def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, episodes: int = 10, seed: int = 0,
-                    steps: int | None = None, resolver=None, plan=None, plots_dir: Path | None = None) -> dict:
+                    steps: int | None = None, resolver=None, plan=None, plots_dir: Path | None = None,
+                    perturb: str = "none") -> dict:
     """Success k/episodes, return, time to success and weights over time, for each instruction (default: the trained
     one); with `plan` (an MppiConfig), of the weights MPPI plans in the router's world model.
 
     The weight plots go to `plots_dir` (default the router's own folder): weights.png for the trained wording,
-    weights_<i>.png for the i-th wording after it."""
+    weights_<i>.png for the i-th wording after it. `perturb`: the perturbation suite the scene runs under
+    (`metaworld_x.envs.perturb.SUITES`)."""
     from metaworld_x.envs.tasks import make_task
     from metaworld_x.routing.checkpoint import load_router
     from metaworld_x.routing.curves import plot_weights
@@ -61,7 +63,7 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
     experts = ExpertSet.load(dirs)
     router, params, record = load_router(router_dir, experts)
     scene, _ = build_expert_scene(make_task(record["task_env"]), dirs, dict(zip(experts.names, experts.specs)))
-    runner = SceneRunner(scene, experts.params, episodes)
+    runner = SceneRunner(scene, experts.params, episodes, perturb=perturb)
     steps = steps or int(record.get("eval_steps") or scene.config.episode_length)
     world_model = shipped_world_model(router_dir) if plan is not None else None
     plots_dir = Path(plots_dir or router_dir)
@@ -92,7 +94,7 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
         plot_weights(png, results.weights, experts.names, scene.config.frame_skip * 0.002, title)
         rows.append({"instruction": instruction, "resolved_task": resolved, **results.summary(), **extra, "weights_png": str(png)})
     return {"task": record["task"], "router_dir": str(router_dir), "experts": list(experts.names), "steps": steps,
-            "weights_from": "the router" if plan is None else plan.describe(), "rows": rows}
+            "weights_from": "the router" if plan is None else plan.describe(), "perturb": perturb, "rows": rows}
 
 
 def shipped_world_model(router_dir: Path) -> tuple:

@@ -39,11 +39,13 @@ def _mix(weights, actions):
 class SceneRunner:
     """An ExpertScene on the cpu backend with the experts' parameters, stepped by a behaviour."""
 
-    def __init__(self, scene, expert_params: tuple, num_worlds: int, backend: str = "cpu"):
+    def __init__(self, scene, expert_params: tuple, num_worlds: int, backend: str = "cpu", perturb=None):
+        """`perturb`: a suite name or PerturbConfig the scene runs under (`metaworld_x.envs.perturb`); default none."""
         from metaworld_x.envs.backends import make
+        from metaworld_x.envs.perturb import perturbed
 
         self.scene, self.params, self.num_worlds = scene, tuple(expert_params), num_worlds
-        self.env = make(scene, backend, num_worlds)
+        self.env = perturbed(make(scene, backend, num_worlds), perturb)
         self.names = scene.expert_names
 
     def expert_obs(self, obs: dict) -> tuple:
