@@ -3,7 +3,8 @@
 Every artifact the project writes (policies, clips, checkpoints' side files,
 plots, videos, metrics) goes through `atomic_path` (figures: `save_figure`): the writer fills a hidden
 temporary file beside the target, which is flushed to disk and renamed onto
-the target only when the writer finished without error. The temporary name
+the target only when the writer finished without error, and the folder is
+flushed after the rename so the new name survives a power cut. The temporary name
 keeps the target's suffix, so writers that pick a format by suffix (matplotlib,
 imageio) write the right one. Folders (a shipped expert or router, a
 checkpoint) are filled in a staging folder and swapped in by `replace_folder`.
@@ -27,8 +28,18 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         with open(tmp, "rb+") as written:  # on disk before the rename, so a crash cannot leave an empty file
             os.fsync(written.fileno())
         os.replace(tmp, path)
+        fsync_folder(path.parent)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def fsync_folder(path: str | Path) -> None:
+    """Flush a folder's entries (names made, renamed or removed in it) to disk: a rename is durable only then."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
@@ -65,5 +76,6 @@ def replace_folder(staging: str | Path, final: str | Path) -> Path:
     if final.exists():
         os.replace(final, old)
     os.replace(staging, final)
+    fsync_folder(final.parent)
     shutil.rmtree(old, ignore_errors=True)
     return final

@@ -56,9 +56,10 @@ class TrainerEnv:
 
 
 def train_expert(spec: ExpertSpec, run_dir: Path, resume: bool = False, seed: int | None = None, progress: bool = True,
-                 init_from: Path | None = None, stop_at: float | None = None, started_at: float | None = None):
+                 init_from: Path | None = None, stop_at: float | None = None, started_at: float | None = None,
+                 overwrite: bool = False):
     """Train `spec`'s expert; checkpoints, metrics and curve go to run_dir. `init_from`, `stop_at`,
-    `started_at`: see `make_train`."""
+    `started_at`, `overwrite`: see `make_train`."""
     from metaworld_x.training.train import make_train
 
     task = expert_task(spec)
@@ -66,7 +67,7 @@ def train_expert(spec: ExpertSpec, run_dir: Path, resume: bool = False, seed: in
     make = lambda n: TrainerEnv(make_env(task, n, config.backend), config.backend)  # noqa: E731
     meta = {"expert": spec.record(), "initialised_from": str(init_from) if init_from else None}
     train = make_train(config, make, run_dir=run_dir, resume=resume, progress=progress, extra_meta=meta,
-                       init_from=init_from, stop_at=stop_at, started_at=started_at)
+                       init_from=init_from, stop_at=stop_at, started_at=started_at, overwrite=overwrite)
     return train(jax.random.PRNGKey(config.seed))
 
 

@@ -469,8 +469,11 @@ def test_corrupted_or_wrong_version_checkpoint_is_refused(tmp_path):
     env = lambda n: PointMassEnv(n, "mjx")  # noqa: E731
     make_train(SMALL, env, run_dir=tmp_path, progress=False, tensorboard=False)(jax.random.PRNGKey(0))
     path = checkpoint.latest(tmp_path / "checkpoints")
-    state_file = path / checkpoint.STATE_FILE
-    state_file.write_bytes(state_file.read_bytes()[:-10] + b"0123456789")
+    intact = {}
+    for each in checkpoint.listed(tmp_path / "checkpoints"):  # an older intact one would be resumed from instead
+        state_file = each / checkpoint.STATE_FILE
+        intact[state_file] = state_file.read_bytes()
+        state_file.write_bytes(intact[state_file][:-10] + b"0123456789")
     with pytest.raises(UserError, match="corrupted"):
         make_train(SMALL, env, run_dir=tmp_path, resume=True, progress=False, tensorboard=False)(jax.random.PRNGKey(0))
     meta = path / checkpoint.META_FILE
@@ -479,6 +482,9 @@ def test_corrupted_or_wrong_version_checkpoint_is_refused(tmp_path):
         checkpoint.read_meta(path)
     other = dataclasses.replace(SMALL, policy_hidden=(8,))
     shutil.rmtree(path)
+    for state_file, payload in intact.items():
+        if state_file.parent.exists():
+            state_file.write_bytes(payload)
     with pytest.raises(UserError, match="different config.*policy_hidden"):
         make_train(other, env, run_dir=tmp_path, resume=True, progress=False, tensorboard=False)(jax.random.PRNGKey(0))
 

@@ -37,7 +37,9 @@ class TrainExpert:
     run_dir: Path | None = None
     """Checkpoints, metrics, TensorBoard and curve; default runs/<skill>."""
     resume: bool = False
-    """Continue from the newest checkpoint in run_dir."""
+    """Continue from the newest checkpoint in run_dir that verifies."""
+    overwrite: bool = False
+    """Start afresh in a run_dir that holds an earlier run's checkpoints, deleting them (refused without it)."""
     init_from: Path | None = None
     """Start from this run directory's newest checkpoint (or this checkpoint): its networks, optimiser, normaliser,
     multiplier and step count, with fresh environments. For fine-tuning under changed task settings (home starts).
@@ -80,7 +82,7 @@ class TrainExpert:
         print(f"training {spec.skill}: clips {', '.join(spec.clips)}, objective {spec.objective},"
               f" tracking {spec.tracking or 'defaults'}, {spec.ppo.total_env_steps:,} steps on {spec.ppo.backend}")
         result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at,
-                             started_at=started)
+                             started_at=started, overwrite=self.overwrite)
         print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; run in {run_dir}")
         if result.rollbacks:
             print(f"{len(result.rollbacks)} non-finite update(s) rolled back; see {run_dir}")

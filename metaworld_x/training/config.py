@@ -66,6 +66,8 @@ class PPOConfig:
     """Control steps of an evaluation episode."""
     checkpoint_every: int = 20
     """Write a checkpoint every this many iterations (0: only at the end)."""
+    keep_checkpoints: int = 5
+    """Newest checkpoints kept in the run folder, besides the best evaluated one (`checkpoint.prune`); 0 keeps all."""
     num_devices: int = 0
     """Local devices to shard the batch over (0: all)."""
     constraint: ConstraintConfig = field(default_factory=ConstraintConfig)
@@ -76,6 +78,8 @@ class PPOConfig:
     def __post_init__(self):
         if self.desired_kl is not None and self.desired_kl <= 0:
             raise UserError(f"desired_kl must be a positive KL (e.g. 0.01) or None for a fixed step size, got {self.desired_kl}")
+        if self.keep_checkpoints < 0:
+            raise UserError(f"keep_checkpoints must be >= 0 (0 keeps every checkpoint), got {self.keep_checkpoints}")
         if self.critic_warmup_iterations is not None and self.critic_warmup_iterations < 0:
             raise UserError(f"critic_warmup_iterations must be >= 0, got {self.critic_warmup_iterations}")
         positive = ("num_envs", "unroll_length", "num_minibatches", "num_epochs", "total_env_steps")

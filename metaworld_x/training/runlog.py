@@ -1,11 +1,12 @@
 """A run's record: TensorBoard scalars, a JSON-lines history, a PNG curve.
 
-The JSON-lines file is the source of truth: it is appended once per
-iteration, survives a killed run, and is trimmed back to the checkpoint on
-resume so the curve has no duplicated steps.
+The JSON-lines file is the source of truth: it is appended and flushed to
+disk once per iteration, survives a killed run, and is trimmed back to the
+checkpoint on resume so the curve has no duplicated steps.
 """
 
 import json
+import os
 from pathlib import Path
 
 from metaworld_x.atomic import save_figure, write_text
@@ -44,6 +45,8 @@ class RunLog:
         record = {"env_steps": int(env_steps), **{k: float(v) for k, v in scalars.items()}}
         with self.history_path.open("a") as f:
             f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())  # a row older than the checkpoint that follows it is never lost with the power
         if self._writer is not None:
             for name, value in scalars.items():
                 self._writer.add_scalar(name, float(value), int(env_steps))

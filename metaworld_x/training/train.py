@@ -2,9 +2,11 @@
 
 Collection depends on the backend (scan on mjx, Python over mujoco.batch on
 cpu); everything else is shared: the jitted update, the NaN guard with
-rollback, evaluation, checkpoints that resume exactly, and the run's log.
+rollback, evaluation, checkpoints that resume exactly (from the newest one
+that verifies), and the run's log.
 """
 
+import shutil
 import time
 from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass, replace
 from pathlib import Path
@@ -52,6 +54,7 @@ def make_train(
     init_from: Path | None = None,
     stop_at: float | None = None,
     started_at: float | None = None,
+    overwrite: bool = False,
 ) -> Callable[[jax.Array], TrainResult]:
     """Build the training function.
 
@@ -60,7 +63,8 @@ def make_train(
       make_env: num_envs -> environment with reset(key), step(state, action), backend,
         observation_sizes, action_size.
       run_dir: where checkpoints, metrics, TensorBoard files and the curve go (None: keep nothing).
-      resume: continue from the newest checkpoint in run_dir.
+      resume: continue from the newest checkpoint in run_dir that verifies (newer, corrupted ones are passed
+        over with a warning); a UserError, with the run's metrics.jsonl untouched, where none does.
       init_from: a checkpoint (or a run directory: its newest) whose training state (networks, optimiser,
         normaliser, multiplier, step count) this run starts from, with fresh environments: a fine-tune whose
         task settings may differ. Or a shipped expert's folder (experts/<skill>): its policy and input
@@ -72,7 +76,10 @@ def make_train(
         `perf/setup_s`, the seconds spent before the training loop (imports, building the environments, the
         first compilations), summed over a resumed run's commands, so that `perf/wall_clock_s + perf/setup_s`
         is the wall clock from the command's start (scripts/time_to_goal.py).
+      overwrite: a fresh run (no `resume`) in a run_dir that holds checkpoints removes them, and the old run's
+        TensorBoard files; without it such a run is refused, since a later resume would pick up the old run.
     """
+    resume_from = _resume_point(run_dir, resume, overwrite, init_from)  # before the slow set-up, to fail at once
     mesh = make_mesh(config.num_devices)
     config.check_devices(mesh.size)
     env = make_env(config.num_envs)
@@ -134,7 +141,8 @@ def make_train(
         env_state = env.reset(env_key)
         tracker = EpisodeTracker.create(config.num_envs)
         resumed_from = None
-        if resume and run_dir is not None and (path := checkpoint.latest(Path(run_dir) / "checkpoints")):
+        if resume_from is not None:
+            path = resume_from
             template = {"training": state, "env": snapshot(env_state), "tracker": tracker}
             restored, meta = checkpoint.restore(path, template)
             _check_same_config(meta, config, path)
@@ -245,7 +253,11 @@ def make_train(
             last = iteration == config.num_iterations or out_of_time
             if run_dir is not None and (last or (config.checkpoint_every and iteration % config.checkpoint_every == 0)):
                 payload = {"training": state, "env": snapshot(env_state), "tracker": tracker}
-                checkpoint.save(Path(run_dir) / "checkpoints", int(state.env_steps), jax.device_get(payload), meta)
+                # this iteration's evaluation (none where it was not evaluated), by which `prune` keeps the best
+                scores = {k: scalars[k] for k in checkpoint.RANKED_BY if k in scalars}
+                folder = Path(run_dir) / "checkpoints"
+                checkpoint.save(folder, int(state.env_steps), jax.device_get(payload), {**meta, "evaluation": scores})
+                checkpoint.prune(folder, config.keep_checkpoints)
             if out_of_time and iteration < config.num_iterations:
                 print(f"time limit reached after {int(state.env_steps)} environment steps; --resume continues")
                 break
@@ -258,6 +270,36 @@ def make_train(
     return train
 
 
+def _resume_point(run_dir: Path | None, resume: bool, overwrite: bool, init_from: Path | None) -> Path | None:
+    """The checkpoint a run continues from (None: it starts afresh), after refusing what would lose work: a resume
+    with nothing usable to resume (which would start over and truncate metrics.jsonl), and a fresh run in a folder
+    that holds another run's checkpoints (a later resume would continue the old run) unless told to overwrite."""
+    folder = Path(run_dir) / "checkpoints" if run_dir is not None else None
+    if not resume:
+        existing = checkpoint.listed(folder) if folder is not None else []
+        if existing and not overwrite:
+            raise UserError(
+                f"{run_dir} holds the checkpoints of an earlier run (the newest is {existing[-1].name}); continue it"
+                " with --resume, replace it with --overwrite, or choose another --run-dir"
+            )
+        if existing:
+            shutil.rmtree(folder)
+            shutil.rmtree(Path(run_dir) / "tensorboard", ignore_errors=True)
+        return None
+    if folder is None:
+        raise UserError("resume needs the run directory to resume from (run_dir)")
+    path, skipped = checkpoint.newest_verified(folder)
+    for reason in skipped:
+        print(f"warning: {reason}; passing over it to an older checkpoint")
+    if path is not None or (init_from is not None and not skipped):  # a fine-tune's first start: nothing yet
+        return path
+    why = f"none of its checkpoints verifies ({'; '.join(skipped)})" if skipped else "it holds no checkpoint"
+    raise UserError(
+        f"nothing to resume in {run_dir}: {why}. Its metrics.jsonl is left as it was; start a new run without"
+        " --resume (with --overwrite to replace this one) or in another --run-dir"
+    )
+
+
 def _config_record(config: PPOConfig) -> dict:
     return asdict(config)
 
@@ -265,7 +307,7 @@ def _config_record(config: PPOConfig) -> dict:
 def _check_same_config(meta: dict, config: PPOConfig, path: Path) -> None:
     saved = _with_defaults(meta.get("config", {}), PPOConfig)
     current = _config_record(config)
-    ignored = {"total_env_steps", "eval_every", "checkpoint_every", "num_eval_envs", "eval_steps"}
+    ignored = {"total_env_steps", "eval_every", "checkpoint_every", "keep_checkpoints", "num_eval_envs", "eval_steps"}
     differ = sorted(k for k in current if k not in ignored and _jsonable(saved.get(k)) != _jsonable(current[k]))
     if differ:
         raise UserError(
