@@ -8,6 +8,8 @@ flushed after the rename so the new name survives a power cut. The temporary nam
 keeps the target's suffix, so writers that pick a format by suffix (matplotlib,
 imageio) write the right one. Folders (a shipped expert or router, a
 checkpoint) are filled in a staging folder and swapped in by `replace_folder`.
+A command checks its outputs with `check_writable` before its work starts, so
+that a long run cannot end in a write that was bound to fail.
 """
 
 import os
@@ -15,6 +17,8 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from metaworld_x.errors import UserError
 
 
 @contextmanager
@@ -40,6 +44,27 @@ def fsync_folder(path: str | Path) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+def check_writable(path: str | Path, option: str, folder: bool = False) -> Path:
+    """Refuse an output file that `atomic_path` could not put at `path` (with `folder`: a folder to write in, or to
+    replace by `replace_folder`): a file where a folder should be, a folder at a file's path, or a folder that
+    cannot be written in. Nothing is created. `option` names the path in the message (e.g. "--out")."""
+    path = Path(path)
+    if path.is_dir() and not folder:
+        raise UserError(f"{option} {path} is a folder; name a file")
+    if path.exists() and not path.is_dir() and folder:
+        raise UserError(f"{option} {path} is a file; name a folder")
+    if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
+        raise UserError(f"{option} {path}: the folder is not writable")
+    parent = path.parent
+    while not parent.exists():  # the folders atomic_path would make
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UserError(f"{option} {path}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"{option} {path}: the folder {parent} is not writable")
+    return path
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:

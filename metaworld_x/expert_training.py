@@ -1,4 +1,4 @@
-"""Train an expert from its spec, evaluate it, and ship it to experts/<skill>/.
+"""Train an expert from its spec, evaluate it, and ship it to a folder (experts/<skill>/ only when asked).
 
 `train_expert` runs imitation-constrained PPO on the spec's Tracking task;
 `ship_expert` exports the policy (pure-JAX parameters and ONNX), the spec,
@@ -25,7 +25,6 @@ from metaworld_x.envs.perturb import as_config
 from metaworld_x.envs.tasks.tracking import clip_fingerprints
 from metaworld_x.errors import UserError
 from metaworld_x.expert_specs import ExpertSpec, expert_spec
-from metaworld_x.paths import EXPERTS_DIR
 
 EVAL_EPISODES = 10
 
@@ -85,14 +84,15 @@ def _with_tracking(task, **fields):
 AS_A_ROUTER_STARTS = {"home_start_fraction": 1.0, "handover_start_fraction": 0.0, "home_anchor": "every_step"}
 
 
-def ship_expert(spec: ExpertSpec, result, out_dir: Path | None = None, video: bool = True,
+def ship_expert(spec: ExpertSpec, result, out_dir: Path, video: bool = True,
                 initialised_from: Path | None = None) -> Path:
-    """Write the trained expert to experts/<skill>/ (or out_dir), replacing an older one atomically.
+    """Write the trained expert to `out_dir`, replacing an older one atomically. It has no default: replacing a
+    shipped expert (experts/<skill>) is something a caller asks for.
 
     `initialised_from`: the run a fine-tune started from, recorded in metrics.json so the expert's lineage is known."""
     from metaworld_x.policy import export_onnx, from_training, save_policy
 
-    final = Path(out_dir) if out_dir else EXPERTS_DIR / spec.skill
+    final = Path(out_dir)
     staging = final.with_name(f".{final.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -145,6 +145,37 @@ def load_expert(directory: Path):
     return load_policy(directory)
 
 
+def evaluation_length(spec: ExpertSpec) -> int:
+    """Steps per episode of an evaluation with no --steps, the length its goals are defined on: the spec's
+    `eval_episode_length`, else its training episode's."""
+    return spec.eval_episode_length or expert_task(spec).config.episode_length
+
+
+def goals_line(spec: ExpertSpec, metrics: dict, episodes: int, steps: int | None) -> str:
+    """`eval expert`'s verdict on the spec's goals: met, missed (which), or not checked where the run was shorter
+    than the goals are defined on (EVAL_EPISODES episodes of `evaluation_length` steps; more scale the bar)."""
+    length = evaluation_length(spec)
+    if episodes < EVAL_EPISODES or (steps is not None and steps < length):
+        return (f"goals: not checked (shortened run): they are defined on {EVAL_EPISODES} episodes of {length} steps,"
+                f" this ran {episodes} of {length if steps is None else steps}")
+    missed = spec.shortfalls(metrics)
+    return "goals: met" if not missed else f"goals: missed ({'; '.join(missed)})"
+
+
+def _check_skill(directory: Path, spec: ExpertSpec, policy_spec: dict) -> None:
+    """Refuse a folder whose policy.json or spec.json names another skill than the one evaluated: its figures would
+    be judged against the wrong goals."""
+    from metaworld_x.json_file import read_json_object
+
+    named = {"policy.json": policy_spec.get("skill")}
+    if (directory / "spec.json").is_file():
+        named["spec.json"] = read_json_object(directory / "spec.json", "the expert's spec").get("skill")
+    for file, skill in named.items():
+        if skill != spec.skill:
+            raise UserError(f"{directory} holds the {skill!r} expert ({file}), not {spec.skill!r}; evaluate it as"
+                            f" `metaworld-x eval expert {skill} --expert-dir {directory}`")
+
+
 def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int = 0, episodes: int = EVAL_EPISODES,
                     steps: int | None = None, perturb=None, other_starts: bool = True) -> dict:
     """Success over `episodes` seeded episodes started on the clip, keypoint error, task return and falls; and the
@@ -162,7 +193,8 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
     """
     directory = Path(directory)
     params, policy_spec = load_expert(directory)
-    spec = spec or expert_spec(policy_spec["skill"])
+    spec = spec or expert_spec(policy_spec.get("skill", directory.name))
+    _check_skill(directory, spec, policy_spec)
     task = expert_task(spec)
     steps = spec.eval_episode_length if steps is None else steps
     if steps is not None:
@@ -201,12 +233,22 @@ def _evaluate(params, spec: ExpertSpec, task, seed: int, episodes: int, perturb=
     reasons = env.reason_names
     policy = jax.jit(lambda obs: act(params, obs))
     state = env.reset(jax.random.PRNGKey(seed))
+    reads, given = int(params.obs_mean.shape[0]), int(state.obs["state"].shape[-1])
+    if reads != given:
+        raise UserError(f"expert {spec.skill!r} reads {reads} observation entries but its task now gives {given};"
+                        f" its recipe changed after it was trained: retrain it with `metaworld-x train expert {spec.skill}`")
     alive = np.ones(episodes, bool)
     success, fell = np.zeros(episodes, bool), np.zeros(episodes, bool)
     task_return, error_sum, length = np.zeros(episodes), np.zeros(episodes), np.zeros(episodes)
     started = time.perf_counter()
-    for _ in range(task.config.episode_length):
-        state = env.step(state, policy(state.obs["state"]))
+    for step in range(task.config.episode_length):
+        action = policy(state.obs["state"])
+        # figures of a robot driven by NaN would describe no policy at all (a NaN expert scored 0.0 cm, no falls)
+        if (nonfinite := alive & ~np.isfinite(np.asarray(action)).all(axis=-1)).any():
+            raise UserError(f"expert {spec.skill!r} gave non-finite actions (NaN or inf) at step {step} in"
+                            f" {int(nonfinite.sum())} of {episodes} episodes; nothing can be measured: retrain it or"
+                            " restore its folder")
+        state = env.step(state, action)
         done = np.asarray(state.done)
         task_return += np.asarray(state.metrics["task/reward"]) * alive
         error_sum += np.asarray(state.metrics["imitation/tracking_error"]) * alive

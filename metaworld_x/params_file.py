@@ -38,8 +38,10 @@ def read_record(directory: Path, names: tuple[str, str], what: str, format_versi
     try:
         record = json.loads((directory / names[1]).read_text())
         payload = (directory / names[0]).read_bytes()
-    except (OSError, json.JSONDecodeError) as error:
+    except (OSError, ValueError) as error:  # ValueError: not JSON, or not UTF-8
         raise UserError(f"no readable {what} in {directory} ({error}); expected {names[1]} and {names[0]}") from None
+    if not isinstance(record, dict):
+        raise UserError(f"{what} in {directory}: {names[1]} must be a JSON object, got {type(record).__name__}")
     if record.get("format_version") != format_version:
         raise UserError(f"{what} in {directory} has format {record.get('format_version')}, expected {format_version}")
     return record, payload

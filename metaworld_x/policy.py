@@ -100,27 +100,37 @@ def save_policy(params: PolicyParams, directory: Path, spec: dict) -> Path:
 
 
 def load_policy(directory: Path) -> tuple[PolicyParams, dict]:
-    """Read a policy written by save_policy; refuse a missing or foreign one clearly."""
+    """Read a policy written by save_policy; refuse a missing, unreadable, foreign or non-finite one clearly."""
+    from metaworld_x.json_file import read_json_object
+
     directory = Path(directory)
     spec_path, params_path = directory / SPEC_FILE, directory / POLICY_FILE
     if not spec_path.is_file() or not params_path.is_file():
         raise UserError(f"no policy in {directory}: expected {SPEC_FILE} and {POLICY_FILE}")
-    spec = json.loads(spec_path.read_text())
+    spec = read_json_object(spec_path, "the policy record")
     if spec.get("format_version") != FORMAT_VERSION:
         raise UserError(f"policy in {directory} has format {spec.get('format_version')}, expected {FORMAT_VERSION}")
     try:
         arrays = serialization.msgpack_restore(params_path.read_bytes())
-    except Exception as error:  # msgpack raises several types on corrupt input
-        raise UserError(f"policy file {params_path} is corrupted ({error})") from None
-    count = len(arrays["weights"])
-    params = PolicyParams(
-        obs_mean=jnp.asarray(arrays["obs_mean"]),
-        obs_std=jnp.asarray(arrays["obs_std"]),
-        weights=tuple(jnp.asarray(arrays["weights"][str(i)]) for i in range(count)),
-        biases=tuple(jnp.asarray(arrays["biases"][str(i)]) for i in range(count)),
-    )
-    if params.obs_mean.shape[0] != spec["observation_size"]:
+        count = len(arrays["weights"])
+        params = PolicyParams(
+            obs_mean=jnp.asarray(arrays["obs_mean"]),
+            obs_std=jnp.asarray(arrays["obs_std"]),
+            weights=tuple(jnp.asarray(arrays["weights"][str(i)]) for i in range(count)),
+            biases=tuple(jnp.asarray(arrays["biases"][str(i)]) for i in range(count)),
+        )
+    except Exception as error:  # msgpack raises several types on corrupt input; a foreign tree lacks our keys
+        raise UserError(f"policy file {params_path} is corrupted ({error!r})") from None
+    if params.obs_mean.shape[:1] != (spec.get("observation_size"),):
         raise UserError(f"policy in {directory}: parameters do not match {SPEC_FILE}")
+    # NaN or inf anywhere in the network makes every action non-finite, which an evaluation would score as a still robot
+    bad = [name for name, value in (("obs_mean", params.obs_mean), ("obs_std", params.obs_std),
+                                    *((f"weights[{i}]", w) for i, w in enumerate(params.weights)),
+                                    *((f"biases[{i}]", b) for i, b in enumerate(params.biases)))
+           if not bool(jnp.isfinite(value).all())]
+    if bad:
+        raise UserError(f"policy in {directory} holds non-finite parameters ({', '.join(bad)}), so its actions would be"
+                        " non-finite; retrain it or restore the folder")
     return params, spec
 
 

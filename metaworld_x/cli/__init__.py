@@ -2,7 +2,9 @@
 
 Each command is a frozen dataclass with a `run()` method, in a module of its
 own that imports heavy libraries only inside `run()`, so `--help` is instant.
-Errors that are the user's to fix print as one line, without a traceback.
+Errors that are the user's to fix print as one line, without a traceback, and exit with status 2: numbers
+out of range before any command runs (`numbers.py`), and each command's own refusals, of unreadable inputs and
+of unwritable outputs, before its work starts.
 """
 
 import sys
@@ -13,6 +15,7 @@ import tyro
 from metaworld_x.cli.eval import Eval
 from metaworld_x.cli.info import Info
 from metaworld_x.cli.motion import Motion
+from metaworld_x.cli.numbers import check_numbers
 from metaworld_x.cli.play import Play
 from metaworld_x.cli.snapshot import Snapshot
 from metaworld_x.cli.train import Train
@@ -37,9 +40,11 @@ def main(args: list[str] | None = None) -> int:
         config=(tyro.conf.OmitSubcommandPrefixes, tyro.conf.OmitArgPrefixes),
     )
     try:
+        check_numbers(command)
         command.run()
     except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
+        # one line even where the message quotes a library's multi-line one
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

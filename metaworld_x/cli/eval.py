@@ -30,17 +30,21 @@ class EvalExpert:
     """Perturbation suite: none, push, model, latency, noise or all (metaworld_x/envs/perturb.py)."""
 
     def run(self) -> None:
+        from metaworld_x.atomic import check_writable, write_text
         from metaworld_x.envs.perturb import perturb_suite
         from metaworld_x.errors import UserError
         from metaworld_x.expert_specs import expert_spec
-        from metaworld_x.expert_training import evaluate_expert
+        from metaworld_x.expert_training import evaluate_expert, goals_line
         from metaworld_x.paths import EXPERTS_DIR
 
         if self.episodes < 1:
             raise UserError(f"--episodes must be at least 1, got {self.episodes}")
+        spec = expert_spec(self.skill)  # an unknown skill, or an unwritable --json-out, before the evaluation
+        if self.json_out is not None:
+            check_writable(self.json_out, "--json-out")
         suite = perturb_suite(self.perturb)
-        metrics = evaluate_expert(self.expert_dir or EXPERTS_DIR / self.skill, seed=self.seed, episodes=self.episodes,
-                                  steps=self.steps, perturb=self.perturb)
+        metrics = evaluate_expert(self.expert_dir or EXPERTS_DIR / self.skill, spec=spec, seed=self.seed,
+                                  episodes=self.episodes, steps=self.steps, perturb=self.perturb)
         print(f"perturbation: {self.perturb} ({suite.describe()})")
         print(f"success: {metrics['success']}/{metrics['episodes']}")
         print(f"tracking error: {metrics['tracking_error_m'] * 100:.1f} cm (mean keypoint, relative to the root)")
@@ -52,10 +56,9 @@ class EvalExpert:
             if (other := metrics.get(key)) is not None:
                 print(f"from {where}: success {other['success']}/{other['episodes']}, falls {other['falls']},"
                       f" {other['task_return_per_1000_steps']:.1f} per 1000 steps ({why})")
-        missed = expert_spec(self.skill).shortfalls(metrics)
-        print("goals: met" if not missed else f"goals: missed ({'; '.join(missed)})")
+        print(goals_line(spec, metrics, self.episodes, self.steps))
         if self.json_out is not None:
-            self.json_out.write_text(json.dumps(metrics, indent=2))
+            write_text(self.json_out, json.dumps(metrics, indent=2))
 
 
 @dataclass(frozen=True)
@@ -82,9 +85,9 @@ class EvalRouter:
     """Where the experts are installed; default experts/."""
     json_out: Path | None = None
     """Also write the results to this JSON file."""
-    plots_dir: Path | None = None
-    """Where the expert-weight plots go, as PLOTS_DIR/<task>/weights*.png; default each router's own folder
-    (router/<task>/weights.png for the trained wording, weights_<i>.png for the others)."""
+    plots_dir: Path = Path("runs/eval_router")
+    """Where the expert-weight plots go, as PLOTS_DIR/<task>/weights*.png (weights.png for the trained wording,
+    weights_<i>.png for the others); `--plots-dir router` rewrites the shipped router/<task>/weights.png."""
     plan: Literal["none", "mppi"] = "none"
     """Execute the router's weights (none), or weights planned by MPPI in the router's shipped world model
     (router/<task>/world_model/) around the router's own, replanned every --plan-every steps in each world (slower)."""
@@ -114,30 +117,39 @@ class EvalRouter:
         return MppiConfig(**knobs)
 
     def run(self) -> None:
+        from metaworld_x.atomic import check_writable, write_text
         from metaworld_x.envs.perturb import perturb_suite
         from metaworld_x.errors import UserError
+        from metaworld_x.json_file import read_json_object
         from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
         from metaworld_x.routing.evaluation import PROBES, ablation_table, evaluate_router, results_table, shipped_routers
 
         suite = perturb_suite(self.perturb)
         planner = self.planner()
+        if self.episodes < 1:
+            raise UserError(f"--episodes must be at least 1, got {self.episodes}")
+        if self.steps is not None and self.steps < 1:
+            raise UserError(f"--steps must be at least 1, got {self.steps}")
+        if self.json_out is not None:
+            check_writable(self.json_out, "--json-out")
         root = self.router_dir or ROUTER_DIR
         folders = shipped_routers(root)
         if self.task is not None:
             folders = [f for f in folders if f.name == self.task]
             if not folders:
                 raise UserError(f"no router for task {self.task!r} in {root}; shipped: {', '.join(p.name for p in shipped_routers(root))}")
+        for folder in folders:
+            check_writable(self.plots_dir / folder.name, "--plots-dir", folder=True)
         reports = []
         for folder in folders:
-            record = json.loads((folder / "router.json").read_text())
+            record = read_json_object(folder / "router.json", "the router's record")
             wordings = list(self.instruction) or [record["instruction"]]
             if self.probes:
                 wordings += list(PROBES.get(record["task"], ()))
-            plots = None if self.plots_dir is None else self.plots_dir / folder.name
             report = evaluate_router(folder, self.experts_dir or EXPERTS_DIR, wordings, self.episodes, self.seed, self.steps,
-                                     plan=planner, plots_dir=plots, perturb=self.perturb)
+                                     plan=planner, plots_dir=self.plots_dir / folder.name, perturb=self.perturb)
             metrics_path = folder / "metrics.json"
-            report["metrics"] = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
+            report["metrics"] = read_json_object(metrics_path, "the router's metrics") if metrics_path.is_file() else {}
             reports.append(report)
         print(f"perturbation: {self.perturb} ({suite.describe()})")
         print(results_table(reports))
@@ -150,7 +162,7 @@ class EvalRouter:
             planned = "" if planner is None else " (planned by MPPI)"
             print(f"expert weights over time{planned}: {report['rows'][0].get('weights_png', '—')}")
         if self.json_out is not None:
-            self.json_out.write_text(json.dumps([{k: v for k, v in r.items() if k != "metrics"} for r in reports], indent=2))
+            write_text(self.json_out, json.dumps([{k: v for k, v in r.items() if k != "metrics"} for r in reports], indent=2))
 
 
 @dataclass(frozen=True)

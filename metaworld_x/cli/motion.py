@@ -20,7 +20,9 @@ class Retarget:
     skill: str
     """Skill label stored in the clip (stand, walk, run, ...)."""
     out: Path | None = None
-    """Where to write the clip; default assets/motions/<skill>.npz."""
+    """Where to write the clip (.npz); required unless --force replaces the shipped assets/motions/<skill>.npz."""
+    force: bool = False
+    """Without --out, write the shipped library's clip assets/motions/<skill>.npz (replacing it)."""
     start: float = 0.0
     """Segment start (s)."""
     end: float | None = None
@@ -32,19 +34,34 @@ class Retarget:
     iterations: int = 2
     """IK iterations per frame (warm-started)."""
 
+    def _check(self) -> Path:
+        """Refuse impossible settings before the retargeting starts; return where the clip goes: --out, or with
+        --force the shipped library's clip for the skill."""
+        from metaworld_x.errors import UserError
+
+        if self.out is None and not self.force:
+            raise UserError(f"say where the clip goes: --out FILE.npz (or --force to write the shipped library's"
+                            f" {MOTIONS_DIR / self.skill}.npz)")
+        out = self.out or MOTIONS_DIR / f"{self.skill}.npz"
+        if out.suffix != ".npz":
+            raise UserError(f"--out {out} must end in .npz; e.g. --out {out.with_suffix('.npz')}")
+        if self.start < 0 or (self.end is not None and self.end <= self.start):
+            raise UserError(f"the segment needs 0 <= --start < --end, got --start {self.start} --end {self.end}")
+        return out
+
     def run(self) -> None:
+        from metaworld_x.atomic import check_writable
         from metaworld_x.motion import load_human_motion
         from metaworld_x.motion.clip import save_clip
         from metaworld_x.motion.ik import IkConfig
         from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, retarget
 
-        motion = load_human_motion(self.file)
+        config = RetargetConfig(ik=IkConfig(iterations=self.iterations))
+        motion = load_human_motion(self.file)  # a missing or unreadable file is named first
+        out = check_writable(self._check(), "--out")
         source = SourceInfo(kind="mocap", file=self.file.name, licence=self.licence, attribution=self.attribution)
-        clip = retarget(
-            motion, self.skill, config=RetargetConfig(ik=IkConfig(iterations=self.iterations)),
-            source=source, start=self.start, end=self.end, progress=True,
-        )
-        out = save_clip(clip, self.out or MOTIONS_DIR / f"{self.skill}.npz")
+        clip = retarget(motion, self.skill, config=config, source=source, start=self.start, end=self.end, progress=True)
+        out = save_clip(clip, out)
         q = clip.quality
         print(
             f"{out}: {clip.num_frames} frames ({clip.duration:.2f} s) at {clip.fps:g} fps; "
@@ -92,17 +109,40 @@ class Show:
     def run(self) -> None:
         import os
 
+        from metaworld_x.atomic import check_writable
+        from metaworld_x.cli.numbers import check_pixels
+        from metaworld_x.errors import UserError
+        from metaworld_x.motion.clip import read_clip
         from metaworld_x.motion.playback import play_in_viewer, write_video
 
+        check_pixels(self.width, self.height)
+        if self.loops < 1:
+            raise UserError(f"--loops must be at least 1, got {self.loops}")
+        if self.video is not None and self.video.suffix.lower() != ".mp4":
+            raise UserError(f"--video {self.video} must end in .mp4; e.g. --video {self.video.with_suffix('.mp4').name}")
         path = self.clip if self.clip.suffix == ".npz" or self.clip.exists() else MOTIONS_DIR / f"{self.clip}.npz"
+        read_clip(path)  # an unreadable clip is refused before a window opens or a video starts
+        _check_framebuffer(self.width, self.height)
         if self.video is None and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-            video = path.with_suffix(".mp4").name
+            video = check_writable(path.with_suffix(".mp4").name, "--video's default")
             print(f"no display; writing the video {video} instead (pass --video to choose where)")
-            write_video(path, Path(video), self.width, self.height, self.human_offset)
+            write_video(path, video, self.width, self.height, self.human_offset)
         elif self.video is not None:
+            check_writable(self.video, "--video")
             write_video(path, self.video, self.width, self.height, self.human_offset)
         else:
             play_in_viewer(path, self.human_offset, self.loops)
+
+
+def _check_framebuffer(width: int, height: int) -> None:
+    """Refuse a video larger than the playback scene's off-screen framebuffer (its MJCF's <global offwidth>)."""
+    from metaworld_x.errors import UserError
+    from metaworld_x.scene import build_model
+
+    visual = build_model("floor", "h1").vis.global_
+    if width > visual.offwidth or height > visual.offheight:
+        raise UserError(f"--width and --height must be at most {visual.offwidth}x{visual.offheight} pixels (the"
+                        f" scene's framebuffer), got {width}x{height}")
 
 
 @dataclass(frozen=True)

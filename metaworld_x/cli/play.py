@@ -70,17 +70,42 @@ class Play:
         play(self)
 
     def _check(self) -> None:
-        """Refuse impossible settings before anything heavy is imported."""
+        """Refuse impossible settings, and outputs that cannot be written, before anything heavy is imported."""
+        from metaworld_x.atomic import check_writable
+        from metaworld_x.cli.numbers import check_pixels
         from metaworld_x.play.video import check_video_path
 
         if self.expert is None and not self.task_instruction.strip():
             raise UserError(f'the instruction is empty: say what to do, e.g. metaworld-x play "{DEFAULT_INSTRUCTION}"'
                             " (the default when none is given), or play one expert: metaworld-x play --expert walk")
+        if self.expert is None:
+            _check_readable(self.task_instruction)
         if self.steps is not None and self.steps < 1:
             raise UserError(f"--steps must be at least 1, got {self.steps}")
-        if self.width < 16 or self.height < 16:
-            raise UserError(f"--width and --height must be at least 16 pixels, got {self.width}x{self.height}")
+        check_pixels(self.width, self.height)
         if self.video is not None:
-            check_video_path(self.video, ".mp4", "--video")
+            check_writable(check_video_path(self.video, ".mp4", "--video"), "--video")
         if self.gif is not None:
-            check_video_path(self.gif, ".gif", "--gif")
+            check_writable(check_video_path(self.gif, ".gif", "--gif"), "--gif")
+        if self.video is None and self.gif is None:
+            from metaworld_x.play.session import DEFAULT_HEADLESS_VIDEO
+            from metaworld_x.play.viewer import display_problem
+
+            if self.headless or display_problem() is not None:  # the run records DEFAULT_HEADLESS_VIDEO
+                check_writable(DEFAULT_HEADLESS_VIDEO, "--video's default")
+
+
+def _check_readable(instruction: str) -> None:
+    """Refuse an instruction the router's English-only text encoder cannot read, which would otherwise fall back to
+    standing still with a warning: one mostly in non-Latin script, or one without words."""
+    from metaworld_x.routing.language import TaskResolver
+    from metaworld_x.vlm.scores import non_latin_ratio
+    from metaworld_x.vlm.text_prior import split_clauses
+
+    ratio, limit = non_latin_ratio(instruction), TaskResolver().max_non_latin
+    if ratio > limit:
+        raise UserError(f"the instruction {instruction[:60]!r} is {ratio:.0%} non-Latin script, which the English-only"
+                        f' text encoder cannot read; say it in English, e.g. metaworld-x play "{DEFAULT_INSTRUCTION}"')
+    if not split_clauses(instruction):
+        raise UserError(f"the instruction {instruction[:60]!r} has no words the text encoder can read; say what to do,"
+                        f' e.g. metaworld-x play "{DEFAULT_INSTRUCTION}"')

@@ -22,12 +22,19 @@ class Snapshot:
     """Image height in pixels."""
 
     def run(self) -> None:
+        from metaworld_x.atomic import check_writable
+        from metaworld_x.cli.numbers import check_pixels
+
+        check_pixels(self.width, self.height)
+        check_writable(self.out, "--out")
         import mujoco
 
         from metaworld_x.render import render_frame, save_image
         from metaworld_x.scene import build_model
 
         model = build_model(self.scene, self.variant, self.robot_path)
+        visual = model.vis.global_  # the off-screen framebuffer must hold the image asked for
+        visual.offwidth, visual.offheight = max(visual.offwidth, self.width), max(visual.offheight, self.height)
         data = mujoco.MjData(model)
         mujoco.mj_resetDataKeyframe(model, data, 0)
         mujoco.mj_forward(model, data)

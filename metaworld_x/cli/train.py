@@ -10,7 +10,8 @@ import tyro
 
 @dataclass(frozen=True)
 class TrainExpert:
-    """Train an expert with imitation-constrained PPO (spec in metaworld_x/expert_specs.py) and ship it to experts/."""
+    """Train an expert with imitation-constrained PPO (spec in metaworld_x/expert_specs.py) and ship it to
+    <run-dir>/expert (`--out experts/SKILL` replaces the shipped one)."""
 
     skill: tyro.conf.Positional[str]
     """Expert skill: stand, walk, run, sit, crawl, reach_one_hand, reach_two_hands, carry, push, door."""
@@ -51,7 +52,7 @@ class TrainExpert:
     """Stop training after this many minutes from the command's start (imports and compilation included), with a
     checkpoint, then ship what was trained; `--resume` continues the run later."""
     out: Path | None = None
-    """Where to ship the trained expert; default experts/<skill>."""
+    """Where to ship the trained expert; default <run-dir>/expert. `--out experts/<skill>` replaces the shipped one."""
     ship: bool = True
     """Export, evaluate and ship the expert when training ends."""
     video: bool = True
@@ -78,6 +79,8 @@ class TrainExpert:
         }
         spec = expert_spec(self.skill, **overrides)
         run_dir = self.run_dir or Path("runs") / self.skill
+        out = self.out or run_dir / "expert"
+        self._check(run_dir, out)
         # what is trained, stated up front: a spec edited in another checkout than the one imported shows here
         print(f"training {spec.skill}: clips {', '.join(spec.clips)}, objective {spec.objective},"
               f" tracking {spec.tracking or 'defaults'}, {spec.ppo.total_env_steps:,} steps on {spec.ppo.backend}")
@@ -87,8 +90,22 @@ class TrainExpert:
         if result.rollbacks:
             print(f"{len(result.rollbacks)} non-finite update(s) rolled back; see {run_dir}")
         if self.ship:
-            path = ship_expert(spec, result, self.out, video=self.video, initialised_from=self.init_from)
-            print(f"shipped to {path}")
+            path = ship_expert(spec, result, out, video=self.video, initialised_from=self.init_from)
+            print(f"shipped to {path}" + ("" if self.out else f" (the installed expert is unchanged; --out"
+                                                                f" experts/{self.skill} replaces it)"))
+
+    def _check(self, run_dir: Path, out: Path) -> None:
+        """Refuse, before training, numbers the spec does not check and folders the run could not write."""
+        from metaworld_x.atomic import check_writable
+        from metaworld_x.errors import UserError
+
+        if self.eval_every is not None and self.eval_every < 0:
+            raise UserError(f"--eval-every must be 0 (off) or more iterations, got {self.eval_every}")
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise UserError(f"--max-minutes must be positive, got {self.max_minutes}")
+        check_writable(run_dir, "--run-dir", folder=True)
+        if self.ship:
+            check_writable(out, "--out", folder=True)
 
 
 @dataclass(frozen=True)
@@ -164,11 +181,19 @@ class TrainRouter:
     def run(self) -> None:
         import json
 
+        from metaworld_x.atomic import check_writable
+        from metaworld_x.errors import UserError
         from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
         from metaworld_x.routing.evaluation import ablation_table
         from metaworld_x.routing.pipeline import run_pipeline
 
-        out = run_pipeline(self.config(), self.experts_dir or EXPERTS_DIR, self.run_dir, self.out or ROUTER_DIR, self.resume,
+        config = self.config()
+        for name in ("finetune_steps", "eval_steps"):  # the ones RouterTrainConfig leaves to the pipeline
+            if (value := getattr(self, name)) is not None and value < 1:
+                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        check_writable(self.run_dir, "--run-dir", folder=True)
+        check_writable(self.out or ROUTER_DIR, "--out", folder=True)
+        out = run_pipeline(config, self.experts_dir or EXPERTS_DIR, self.run_dir, self.out or ROUTER_DIR, self.resume,
                            vlm_cache=self.vlm_cache)
         metrics = json.loads((out / "metrics.json").read_text())
         final = metrics["selected"]

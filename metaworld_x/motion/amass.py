@@ -22,6 +22,7 @@ import numpy as np
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.human import HumanMotion, rotate_frame, z_up_rotation
+from metaworld_x.motion.npz_file import read_npz
 
 UP_AXES = {"z": np.eye(3), "y": z_up_rotation("y", "z")}
 _POSITION_KEYS = ("joints", "positions")
@@ -46,7 +47,7 @@ def load_amass(
     path = Path(path)
     if up_axis not in UP_AXES:
         raise UserError(f"{path}: up_axis must be one of {sorted(UP_AXES)}, got {up_axis!r}")
-    arrays = _read_npz(path)
+    arrays = read_npz(path, "cannot read the .npz file")
     positions = _first_present(path, arrays, _POSITION_KEYS).astype(np.float64) * scale
     if positions.ndim != 3 or positions.shape[-1] != 3:
         raise UserError(f"{path}: joint positions must be [T, J, 3], got shape {positions.shape}")
@@ -84,14 +85,6 @@ def load_amass(
             "fps_source": fps_source,
         },
     )
-
-
-def _read_npz(path: Path) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {key: data[key] for key in data.files}
-    except (OSError, ValueError) as error:
-        raise UserError(f"{path}: cannot read the .npz file ({error})") from None
 
 
 def _first_present(path: Path, arrays: dict[str, np.ndarray], keys: tuple[str, ...]) -> np.ndarray:

@@ -30,6 +30,7 @@ import numpy as np
 
 from metaworld_x.atomic import atomic_path
 from metaworld_x.errors import UserError
+from metaworld_x.motion.npz_file import read_npz
 from metaworld_x.robot.constants import JOINT_NAMES
 
 if TYPE_CHECKING:
@@ -210,11 +211,7 @@ def read_clip(path: str | Path) -> Clip:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such clip file")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-    except (OSError, ValueError, EOFError) as error:
-        raise UserError(f"{path}: not a readable clip .npz ({error})") from None
+    arrays = read_npz(path, "not a readable clip .npz")
     missing = [key for key in (*_FLOAT_ARRAYS, "contacts", "metadata") if key not in arrays]
     if missing:
         raise UserError(f"{path}: not a clip; arrays missing: {missing}")
