@@ -166,12 +166,58 @@ class EvalRouter:
 
 
 @dataclass(frozen=True)
+class EvalScripted:
+    """Evaluate the scripted state machine on a sequential instruction (a catalog task, or any chain of the skills):
+    each sub-goal's expert alone, switched when the task reports the sub-goal reached. The baseline a router must
+    beat. Prints success, return, each sub-goal's success, the expert handovers and the falls after them."""
+
+    instruction: str
+    """A sequential instruction, e.g. "walk to the target and touch it with your right hand"."""
+    episodes: int = 10
+    """Seeded episodes."""
+    seed: int = 0
+    """Evaluation seed."""
+    steps: int | None = None
+    """Steps per episode; default the task's episode length."""
+    experts_dir: Path | None = None
+    """Where the experts are installed; default experts/."""
+    json_out: Path | None = None
+    """Also write the results to this JSON file."""
+    perturb: str = "none"
+    """Perturbation suite: none, push, model, latency, noise or all (metaworld_x/envs/perturb.py)."""
+
+    def run(self) -> None:
+        from metaworld_x.atomic import check_writable, write_text
+        from metaworld_x.envs.perturb import perturb_suite
+        from metaworld_x.errors import UserError
+        from metaworld_x.paths import EXPERTS_DIR
+        from metaworld_x.routing.sequence_report import evaluate_scripted, sequence_lines
+
+        perturb_suite(self.perturb)
+        if self.episodes < 1 or (self.steps is not None and self.steps < 1):
+            raise UserError(f"--episodes and --steps must be at least 1, got {self.episodes} and {self.steps}")
+        if self.json_out is not None:
+            check_writable(self.json_out, "--json-out")
+        report = evaluate_scripted(self.instruction, self.experts_dir or EXPERTS_DIR, self.episodes, self.seed,
+                                   self.steps, self.perturb)
+        print(f"{report['task']}: {self.instruction!r} (scene: {', '.join(report['scene'])}), scripted state machine,"
+              f" perturbation {self.perturb}")
+        print(f"success: {report['success']}/{report['episodes']}")
+        print(f"return: {report['return_mean']:.1f} ± {report['return_std']:.1f}")
+        for line in sequence_lines(report):
+            print(line)
+        if self.json_out is not None:
+            write_text(self.json_out, json.dumps(report, indent=2))
+
+
+@dataclass(frozen=True)
 class Eval:
-    """Evaluate a shipped expert, or the shipped routers."""
+    """Evaluate a shipped expert, the shipped routers, or the scripted baseline on a sequential instruction."""
 
     command: Union[
         Annotated[EvalExpert, tyro.conf.subcommand("expert")],
         Annotated[EvalRouter, tyro.conf.subcommand("router")],
+        Annotated[EvalScripted, tyro.conf.subcommand("scripted")],
     ]
 
     def run(self) -> None:

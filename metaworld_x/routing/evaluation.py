@@ -92,6 +92,10 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
         png = plots_dir / (f"{stem}.png" if instruction == record["instruction"] else f"{stem}_{len(rows)}.png")
         title = f"{record['task']}: {instruction!r}" + ("" if plan is None else "\nweights planned by MPPI in the world model")
         plot_weights(png, results.weights, experts.names, scene.config.frame_skip * 0.002, title)
+        if getattr(scene.objective, "subgoals", ()):
+            from metaworld_x.routing.sequence_report import sequence_record
+
+            extra["sequence"] = sequence_record(results, experts.names, scene.objective.subgoals)
         rows.append({"instruction": instruction, "resolved_task": resolved, **results.summary(), **extra, "weights_png": str(png)})
     return {"task": record["task"], "router_dir": str(router_dir), "experts": list(experts.names), "steps": steps,
             "weights_from": "the router" if plan is None else plan.describe(), "perturb": perturb, "rows": rows}
@@ -141,6 +145,10 @@ def results_table(reports: list[dict]) -> str:
                 f"{report['task']:<7} {row['success']:>4}/{row['episodes']:<2} {row['return_mean']:>8.1f} ± {row['return_std']:<5.1f}"
                 f" {_seconds(row['time_to_success_s']):>10}  {weights}  {row['instruction']!r}"
             )
+            if "sequence" in row:
+                from metaworld_x.routing.sequence_report import sequence_lines
+
+                lines += [f"        {line}" for line in sequence_lines(row["sequence"])]
     return "\n".join(lines)
 
 

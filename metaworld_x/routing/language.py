@@ -47,13 +47,22 @@ class CompositeTask:
 
     @property
     def scene(self) -> str:
+        """The scene's name; a sequence's scene is its props, named by them."""
         from metaworld_x.envs.tasks import TASKS
 
-        return TASKS[self.task].scene
+        scene = TASKS[self.task].scene
+        return scene if isinstance(scene, str) else "+".join(p.prop for p in scene)
 
     @property
     def texts(self) -> tuple[str, ...]:
         return (self.instruction, *self.paraphrases)
+
+    @property
+    def sequential(self) -> bool:
+        """Whether it chains skills (a Sequence task with sub-goals)."""
+        from metaworld_x.envs.tasks import TASKS
+
+        return bool(getattr(TASKS[self.task], "subgoals", ()))
 
 
 CATALOG: tuple[CompositeTask, ...] = (
@@ -98,6 +107,38 @@ CATALOG: tuple[CompositeTask, ...] = (
         ("touch the target with your right hand", "put your right hand on the ball", "reach out and touch the sphere"),
         "a hand within the reach task's success distance of the target",
     ),
+    # Sequential tasks: no expert is trained on any of them; each sub-goal is one expert's skill (envs/tasks/chains.py).
+    CompositeTask(
+        "walk_sit", "walk_sit", "walk to the chair and sit down",
+        ("go over to the chair and take a seat", "head to the chair, then sit on it"),
+        "in order: arrive 0.3 m before the chair (2.8 m ahead, facing the robot), stop, turn round, seated for 0.5 s",
+    ),
+    CompositeTask(
+        "run_crawl", "run_crawl", "run to the tunnel and crawl through it",
+        ("sprint to the tunnel, then crawl under the roof", "dash over to the tunnel and crawl through"),
+        "in order: arrive 1.5 m before the tunnel (4.5 m ahead), stop, out of the tunnel's far end",
+    ),
+    CompositeTask(
+        "walk_reach", "walk_reach", "walk to the target and touch it with your right hand",
+        ("head to the ball and put your right hand on it", "go over to the sphere and touch it with your right hand"),
+        "in order: arrive where the reach clip's hand meets the target (2.6 m ahead), stop, the right hand within 5 cm",
+    ),
+    CompositeTask(
+        "rise_walk", "rise_walk", "get up from the chair and walk forward 3 m",
+        ("stand up from the seat, then walk 3 metres forward", "rise from the chair and walk 3 m ahead"),
+        "in order (starting seated): standing for 0.5 s, the pelvis 3 m ahead of the chair's front",
+    ),
+    CompositeTask(
+        "walk_push", "walk_push", "walk to the table and push the box onto the marker",
+        ("go to the table, then shove the crate onto the red marker", "head over to the table and push the box onto the red mark"),
+        "in order: arrive 0.85 m before the table's centre (2.85 m ahead), stop, the box within 10 cm of the marker",
+    ),
+    CompositeTask(
+        "door_sit", "door_sit", "open the door, walk through and sit on the chair beyond it",
+        ("push the door open, go through and sit down on the chair past it",
+         "open the door, go through the doorway and take a seat on the chair beyond"),
+        "in order: the door open and the robot through, arrive 0.3 m before the chair beyond, stop, turn round, seated",
+    ),
 )
 TASK_NAMES = tuple(t.name for t in CATALOG)
 
@@ -137,6 +178,7 @@ class TaskResolver:
         self._encoder = encoder
         self.min_score, self.max_non_latin = float(min_score), float(max_non_latin)
         self._catalog = None
+        self._matcher = None
 
     @property
     def encoder(self):
@@ -170,15 +212,39 @@ class TaskResolver:
             return "instruction has no words"
         return None
 
+    def sequence(self, instruction: str) -> CompositeTask | None:
+        """The catalog's sequential task whose sub-goals (kind and skill, in order) `instruction` composes to, if any
+        (`instructions.compose`): "sit on the chair after you walk to it" is walk_sit in another order."""
+        from metaworld_x.envs.tasks import TASKS
+        from metaworld_x.routing.instructions import SkillMatcher, compose
+
+        if self._matcher is None:
+            self._matcher = SkillMatcher(self.encoder)
+        try:
+            composed = compose(instruction, self._matcher)
+        except UserError:
+            return None
+        wanted = [(g.kind, g.skill) for g in composed.subgoals]
+        return next((entry for entry in CATALOG if entry.sequential
+                     and [(g.kind, g.skill) for g in TASKS[entry.task].subgoals] == wanted), None)
+
     def resolve(self, instruction: str) -> Resolution:
-        """The composite task for `instruction`; falls back to DEFAULT_TASK with a PriorFallbackWarning."""
+        """The composite task for `instruction`; falls back to DEFAULT_TASK with a PriorFallbackWarning.
+
+        A sequential task is chosen by the sub-goals the instruction composes to (`sequence`), the others by text
+        similarity: the sequences share their clauses' words with the single-skill tasks ("run to the tunnel and
+        crawl through it" with "crawl through the tunnel"), so similarity alone cannot tell them apart."""
         problem = self._problem(instruction)
         scores = {}
         if problem is None:
+            sequence = self.sequence(instruction)
+            if sequence is not None:
+                return Resolution(instruction, sequence, {sequence.name: 1.0})
             clauses = list(split_clauses(instruction))
             similarity = self._per_task(self.embed([instruction, *clauses]))
             combined = 0.5 * similarity[0] + 0.5 * similarity[1:].mean(axis=0)
-            scores = {entry.name: float(s) for entry, s in zip(CATALOG, combined)}
+            combined = np.where([entry.sequential for entry in CATALOG], -np.inf, combined)
+            scores = {entry.name: float(s) for entry, s in zip(CATALOG, combined) if not entry.sequential}
             best = int(np.argmax(combined))
             if combined[best] >= self.min_score:
                 return Resolution(instruction, CATALOG[best], scores)

@@ -130,6 +130,7 @@ class Context:
     prior: np.ndarray  # [K]
     prior_source: str
     prior_record: dict  # which scorer made the prior, on what frame (vlm_prior.score_prior)
+    phase_priors: np.ndarray | None = None  # [P, K] a sequence's prior in each phase (its sub-goal's clause); None: one
 
     @property
     def eval_steps(self) -> int:
@@ -169,7 +170,30 @@ def prepare_context(config: RouterTrainConfig, experts_dir: Path, resolver=None,
     text = resolver.embed([resolution.instruction])[0].astype(np.float32)
     scorer = prior_scorer(config.router, vlm_cache, text_encoder=None if config.router.vlm else resolver.encoder)
     scored = score_prior(scorer, resolution.instruction, expert_catalog(experts), scene, config.router.prior_temperature)
-    return Context(config, resolution, experts, scene, record, text, scored.prior, scored.source, scored.record)
+    phases = sequence_priors(scorer, scene.objective, expert_catalog(experts), scene, config.router.prior_temperature)
+    prior = scored.prior if phases is None else phases[0]
+    return Context(config, resolution, experts, scene, record, text, prior, scored.source, scored.record, phases)
+
+
+def sequence_priors(scorer, task, catalog, scene, temperature: float) -> np.ndarray | None:
+    """[P, K] the prior of each phase of a sequence: its sub-goal's clause scored like an instruction (the state
+    described by what it asks for next), so the supervision changes as sub-goals are reached; None for a task
+    without sub-goals. Scores are cached on disk by the scorer, like the instruction's."""
+    from metaworld_x.routing.vlm_prior import score_prior
+
+    subgoals = getattr(task, "subgoals", ())
+    if not subgoals:
+        return None
+    return np.stack([score_prior(scorer, goal.clause, catalog, scene, temperature).prior for goal in subgoals])
+
+
+def batch_prior(ctx: "Context", obs: np.ndarray) -> np.ndarray:
+    """The prior of each state [N, K] (a sequence's phase's, read from the observation), or the task's [K]."""
+    if ctx.phase_priors is None:
+        return ctx.prior
+    from metaworld_x.routing.scripted import phase_of
+
+    return ctx.phase_priors[np.minimum(phase_of(obs), len(ctx.phase_priors) - 1)]
 
 
 # ---- small persistence helpers ---------------------------------------------------------
@@ -251,7 +275,7 @@ def router_batches(ctx: Context, buffer, count: int, seed: int):
     text = np.broadcast_to(ctx.text, (ctx.config.batch_size, ctx.text.size))
     for _ in range(count):
         obs = buffer.obs[rng.choice(rows, size=ctx.config.batch_size)]
-        yield {"obs": obs, "text": text, "prior": ctx.prior}
+        yield {"obs": obs, "text": text, "prior": batch_prior(ctx, obs)}
 
 
 def make_router(ctx: Context, router_config: RouterConfig, obs_size: int):
@@ -398,7 +422,7 @@ def train_model_free(ctx: Context, run_dir: Path, env_steps: int) -> dict:
         start = time.perf_counter()
         order = rng.permutation(obs.shape[0])
         batches = [
-            {"obs": obs[idx], "text": np.broadcast_to(ctx.text, (idx.size, ctx.text.size)), "prior": ctx.prior,
+            {"obs": obs[idx], "text": np.broadcast_to(ctx.text, (idx.size, ctx.text.size)), "prior": batch_prior(ctx, obs[idx]),
              "choice": choice[idx], "return": returns[idx]}
             for idx in np.array_split(order, max(1, obs.shape[0] // c.batch_size))
         ]
@@ -414,8 +438,14 @@ def train_model_free(ctx: Context, run_dir: Path, env_steps: int) -> dict:
 
 
 def fixed_expert_baseline(ctx: Context) -> dict:
-    """The no-router ablation: the prior's top expert alone, no training."""
+    """The no-router ablation: the prior's top expert alone, no training; for a sequence, the scripted state
+    machine (each sub-goal's expert alone, switched as the task reports it reached)."""
     names = ctx.experts.names
+    if ctx.phase_priors is not None:
+        from metaworld_x.routing.scripted import scripted_behaviour
+
+        results = evaluate_behaviour(ctx, scripted_behaviour(ctx.scene.objective, names), ctx.config.seed + 10_000)
+        return {"expert": "scripted", "env_steps": 0, "evals": [{"round": 0, "env_steps": 0, **results.summary()}]}
     best = int(np.argmax(ctx.prior))
     one_hot = np.eye(len(names), dtype=np.float32)[best]
     results = evaluate_behaviour(ctx, lambda obs, t, key: np.broadcast_to(one_hot, (obs.shape[0], len(names))), ctx.config.seed + 10_000)
@@ -498,6 +528,7 @@ def ship(ctx: Context, run_dir: Path, out_dir: Path, full: dict, stages: dict, a
     meta = {
         "task": task.name, "task_env": task.task, "scene": task.scene, "instruction": ctx.resolution.instruction,
         "success_criterion": task.success, "text_embedding": ctx.text.tolist(), "prior": ctx.prior.tolist(),
+        "phase_priors": None if ctx.phase_priors is None else ctx.phase_priors.tolist(),
         "prior_source": ctx.prior_source, "prior_scorer": ctx.prior_record, "expert_observations": ctx.observation_record,
         "eval_steps": ctx.eval_steps, "vlm_weight_final": full["vlm_weight"], "selected_round": full["selected"]["round"],
     }

@@ -36,6 +36,22 @@ def _mix(weights, actions):
     return mixture_action(weights, actions)
 
 
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def take_over(names: tuple, start_times: tuple, info: dict, obs: dict, previous, weights):
+    """The experts' observations [K-tuple of [B, o_k]] for `weights` [B, K], and the info with their clocks.
+
+    An expert that becomes the dominant one (argmax of the weights) in a world where another was dominant
+    (`previous` [B]; -1: none yet) takes over: its clock starts again at its start time, and it acts now on
+    its observation at that time ("expert_fresh/<name>"). Returns (info, expert obs, dominant [B])."""
+    dominant = jnp.argmax(weights, axis=-1)
+    handed = (dominant != previous) & (previous >= 0)
+    restart = handed[:, None] & (jnp.arange(len(names))[None] == dominant[:, None])  # [B, K]
+    skill_time = jnp.where(restart, jnp.asarray(start_times, jnp.float32)[None], info["skill_time"])
+    expert_obs = tuple(jnp.where(restart[:, k : k + 1], obs[f"expert_fresh/{n}"], obs[f"expert/{n}"])
+                       for k, n in enumerate(names))
+    return {**info, "skill_time": skill_time}, expert_obs, dominant
+
+
 class SceneRunner:
     """An ExpertScene on the cpu backend with the experts' parameters, stepped by a behaviour."""
 
@@ -47,14 +63,36 @@ class SceneRunner:
         self.scene, self.params, self.num_worlds = scene, tuple(expert_params), num_worlds
         self.env = perturbed(make(scene, backend, num_worlds), perturb)
         self.names = scene.expert_names
+        self.dominant = np.full(num_worlds, -1)  # the dominant expert of each world's episode so far (-1: none yet)
 
     def expert_obs(self, obs: dict) -> tuple:
         return tuple(obs[f"expert/{n}"] for n in self.names)
+
+    def reset(self, key: jax.Array):
+        self.dominant[:] = -1
+        return self.env.reset(key)
 
     def act(self, state, weights) -> jax.Array:
         """The executed action [B, A]: Σ_k w_k · g_k · a_k (g_k: the expert's action gain in this scene)."""
         actions = expert_actions(self.params, self.expert_obs(state.obs), self.scene.action_gains)
         return _mix(jnp.asarray(weights, jnp.float32), actions)
+
+    def step(self, state, weights):
+        """One control step under `weights` [B, K]; in a scene whose clocks restart, the dominant expert's clock
+        restarts when it takes over (`take_over`). Worlds whose episode ended start with no dominant expert."""
+        weights = jnp.asarray(weights, jnp.float32)
+        if self.scene.restart_clocks:
+            info, expert_obs, dominant = take_over(self.names, self.scene.start_times, state.info, state.obs,
+                                                   jnp.asarray(self.dominant), weights)
+            state = state.replace(info=info)
+            self.dominant = np.array(dominant)
+        else:
+            expert_obs = self.expert_obs(state.obs)
+            self.dominant = np.asarray(jnp.argmax(weights, axis=-1))
+        action = _mix(weights, expert_actions(self.params, expert_obs, self.scene.action_gains))
+        state = self.env.step(state, action)
+        self.dominant[np.asarray(state.done)] = -1
+        return state
 
 
 @functools.lru_cache(maxsize=16)
@@ -143,14 +181,14 @@ def sampled_behaviour(router, params, text: np.ndarray, record: list) -> Behavio
 def collect(runner: SceneRunner, behaviour: Behaviour, key: jax.Array, steps: int) -> dict[str, np.ndarray]:
     """`steps` control steps of every world (auto-resetting): arrays [T, B, ...] for ReplayBuffer.add_rollout."""
     key, reset_key = jax.random.split(key)
-    state = runner.env.reset(reset_key)
+    state = runner.reset(reset_key)
     out = {k: [] for k in ("obs", "cond", "reward", "next_obs", "done", "terminated", "success")}
     start = time.perf_counter()
     for t in range(steps):
         key, step_key = jax.random.split(key)
         obs = np.asarray(state.obs["state"])
         weights = np.asarray(behaviour(obs, t, step_key), np.float32)
-        state = runner.env.step(state, runner.act(state, weights))
+        state = runner.step(state, weights)
         done = np.asarray(state.done)
         next_obs = np.where(done[:, None], np.asarray(state.info["final_obs"]["state"]), np.asarray(state.obs["state"]))
         out["obs"].append(obs)
@@ -165,6 +203,10 @@ def collect(runner: SceneRunner, behaviour: Behaviour, key: jax.Array, steps: in
     return arrays
 
 
+FALL_WINDOW_S = 2.0
+"""A fall this soon (s) after the dominant expert changed counts against that handover."""
+
+
 @dataclass(frozen=True)
 class EpisodeResults:
     """One episode per world."""
@@ -175,10 +217,38 @@ class EpisodeResults:
     length: np.ndarray  # [B] control steps
     weights: np.ndarray  # [T, B, K] the weights used while each episode lasted (nan after it ended)
     seconds: float  # wall clock
+    fell: np.ndarray = None  # [B] bool: the episode ended with reason "fall"
+    phase: np.ndarray = None  # [T, B] sub-goals reached after each step (-1 after the episode ended); None: no phases
+    control_dt: float = 0.02  # seconds per control step
+
+    def switches(self, b: int) -> list[tuple[int, float]]:
+        """[(expert index, time it took over in s)] of world b: the dominant expert over its episode."""
+        dominant = np.argmax(np.nan_to_num(self.weights[: self.length[b], b], nan=-1.0), axis=-1)
+        changes = [0] + [t for t in range(1, len(dominant)) if dominant[t] != dominant[t - 1]]
+        return [(int(dominant[t]), t * self.control_dt) for t in changes]
+
+    def subgoal_times(self, b: int) -> list[float | None]:
+        """Seconds at which world b reached each sub-goal (None: not reached)."""
+        if self.phase is None:
+            return []
+        reached = self.phase[: self.length[b], b]
+        count = int(np.nanmax(self.phase[:, b])) if reached.size else 0
+        times = [float((np.argmax(reached > i) + 1) * self.control_dt) if (reached > i).any() else None for i in range(count)]
+        return times
+
+    def handover_falls(self) -> tuple[int, int]:
+        """(falls within FALL_WINDOW_S after a switch of the dominant expert, switches), over all worlds."""
+        falls = switches = 0
+        for b in range(self.success.size):
+            later = [t for _, t in self.switches(b)[1:]]
+            switches += len(later)
+            end = self.length[b] * self.control_dt
+            falls += int(bool(self.fell[b]) and any(end - t <= FALL_WINDOW_S for t in later)) if self.fell is not None else 0
+        return falls, switches
 
     def summary(self) -> dict:
         hit = self.time_to_success[np.isfinite(self.time_to_success)]
-        return {
+        out = {
             "episodes": int(self.success.size),
             "success": int(self.success.sum()),
             "return_mean": float(self.returns.mean()),
@@ -188,26 +258,33 @@ class EpisodeResults:
             "mean_weights": np.nanmean(self.weights, axis=(0, 1)).round(4).tolist(),  # every episode lasts >= 1 step
             "wall_clock_s": round(self.seconds, 2),
         }
+        if self.fell is not None:
+            falls, switches = self.handover_falls()
+            out.update(falls=int(self.fell.sum()), switches=switches, falls_after_switch=falls)
+        return out
 
 
 def run_episodes(runner: SceneRunner, behaviour: Behaviour, key: jax.Array, max_steps: int) -> EpisodeResults:
     """Play one episode in each world (seed i of `key` for world i) for at most `max_steps` steps."""
     key, reset_key = jax.random.split(key)
-    state = runner.env.reset(reset_key)
+    state = runner.reset(reset_key)
     b = runner.num_worlds
     alive = np.ones(b, bool)
     success = np.zeros(b, bool)
+    fell = np.zeros(b, bool)
     returns = np.zeros(b)
     length = np.zeros(b, int)
     first_success = np.full(b, np.nan)
-    weights_log = []
+    weights_log, phase_log = [], []
+    has_phase = "phase" in state.info
+    fall_code = runner.env.reason_names.index("fall") if "fall" in runner.env.reason_names else -1
     dt = runner.scene.config.frame_skip * 0.002
     start = time.perf_counter()
     for t in range(max_steps):
         key, step_key = jax.random.split(key)
         weights = np.asarray(behaviour(np.asarray(state.obs["state"]), t, step_key), np.float32)
         weights_log.append(np.where(alive[:, None], weights, np.nan))
-        state = runner.env.step(state, runner.act(state, weights))
+        state = runner.step(state, weights)
         reward, done = np.asarray(state.reward), np.asarray(state.done)
         hit = np.asarray(state.metrics["success"]) > 0
         returns += np.where(alive, reward, 0.0)
@@ -215,8 +292,12 @@ def run_episodes(runner: SceneRunner, behaviour: Behaviour, key: jax.Array, max_
         newly = alive & hit & ~success
         first_success[newly] = (t + 1) * dt
         success |= alive & hit
+        if has_phase:  # the phase an episode ended in is in its last step's metrics (the info has restarted)
+            reached = sum(np.asarray(v) for k, v in state.metrics.items() if k.startswith("subgoal/"))
+            phase_log.append(np.where(alive, reached, -1))
+        fell |= alive & done & (np.asarray(state.info["termination_reason"]) == fall_code)
         alive &= ~done
         if not alive.any():
             break
-    return EpisodeResults(success, returns, first_success, length, np.stack(weights_log), time.perf_counter() - start)
-
+    return EpisodeResults(success, returns, first_success, length, np.stack(weights_log), time.perf_counter() - start,
+                          fell, np.stack(phase_log) if has_phase else None, dt)

@@ -25,6 +25,7 @@ from metaworld_x.routing.skill_observation import (
     check_layout,
     clip_in_place,
     objects_present,
+    steering_turn,
     tracking_obs_layout,
 )
 
@@ -37,6 +38,13 @@ class ExpertScene(Task):
 
     objective: Task = None
     skills: tuple[SkillObservation, ...] = ()
+    max_turn: float = 0.3
+    """The most (rad) a steerable expert's clip is turned towards the objective's steering point (`steer_point`)."""
+    restart_clocks: bool = False
+    """Whether an expert's reference clock starts again from its start time each time it takes over as the dominant
+    expert (`rollouts.take_over`): an expert chained after another starts its clip from the beginning, not from
+    wherever the episode's clock has taken it. The observation then also carries "expert_fresh/<name>", the expert's
+    observation with its clock at its start time."""
 
     name = "expert_scene"
 
@@ -136,10 +144,21 @@ class ExpertScene(Task):
     def observe(self, view, info):
         obs = dict(self.objective.observe(view, info))
         own = proprioception(view)
+        turn = 0.0
+        if hasattr(self.objective, "steer_point"):  # a sequence steers its locomotion experts to its sub-goals
+            turn = steering_turn(view, *self.objective.steer_point(view, info), self.max_turn)
         for i, skill in enumerate(self.skills):
-            features = skill.features(view, info, info["skill_time"][i], info["skill_info"][skill.name])
+            features = skill.features(view, info, info["skill_time"][i], info["skill_info"][skill.name], turn)
             obs[f"expert/{skill.name}"] = jnp.concatenate([own, features]).astype(jnp.float32)
+            if self.restart_clocks:
+                fresh = skill.features(view, info, jnp.float32(skill.start_time), info["skill_info"][skill.name], turn)
+                obs[f"expert_fresh/{skill.name}"] = jnp.concatenate([own, fresh]).astype(jnp.float32)
         return obs
+
+    @property
+    def start_times(self) -> tuple[float, ...]:
+        """[K] each expert's clock at the start of an episode, and when it takes over (restart_clocks)."""
+        return tuple(s.start_time for s in self.skills)
 
 
 # ---- building it from the installed experts ---------------------------------------------
@@ -191,6 +210,28 @@ def _training_start_features(tracking, size: int) -> tuple[float, ...]:
     return tuple(float(x) for x in jax.device_get(state.obs["state"][0, -size:]))
 
 
+STEERABLE_TRAVEL = 0.5
+"""A clip whose root travels further than this (m, horizontally, over a cycle or the whole clip) is locomotion."""
+
+
+def clip_travel(tracking) -> float:
+    """How far (m) the expert's first clip moves its root horizontally: over one cycle if it loops, else over all of it."""
+    import numpy as np
+
+    reference = tracking.reference
+    if bool(reference.loop[0]):
+        return float(np.linalg.norm(np.asarray(reference.cycle_shift[0])[:2]))
+    last = int(reference.num_frames[0]) - 1
+    return float(np.linalg.norm(np.asarray(reference.root_pos[0, last, :2] - reference.root_pos[0, 0, :2])))
+
+
+def provides_variables(task: Task, objective: Task, model) -> bool:
+    """Whether `task` holds every object and every task variable `objective` reads (a sequence that ends at a touch
+    draws the reach target itself), so the expert must read the scene's variables, not draw its own."""
+    own = objective.reset_info(jax.random.PRNGKey(0))
+    return bool(own) and objects_present(model, objective) and set(own) <= set(task.reset_info(jax.random.PRNGKey(0)))
+
+
 def build_expert_scene(
     task: Task, expert_dirs: dict[str, Path], policy_specs: dict[str, dict], start_at_closest_pose: bool = True,
 ) -> tuple[ExpertScene, dict]:
@@ -212,15 +253,16 @@ def build_expert_scene(
         layout = expert_obs_layout(name, policy_specs[name], tracking, size)
         source, frozen = "none", ()
         if size:
-            if tracking.objective.name == task.name:  # the scene runs the expert's own task: one set of its variables
-                source = "shared"
+            if tracking.objective.name == task.name or provides_variables(task, tracking.objective, model):
+                source = "shared"  # the scene runs the expert's own task, or holds its variables: one set of them
             elif objects_present(model, tracking.objective):
                 source = "scene"
             else:
                 source, frozen = "frozen", _training_start_features(tracking, size)
         start = tracking.home_start_time(home) if start_at_closest_pose else 0.0
         in_place = clip_in_place(model, tracking, start)
-        skills.append(SkillObservation(name, tracking, source, frozen, start_time=start, in_place=in_place))
+        skills.append(SkillObservation(name, tracking, source, frozen, start_time=start, in_place=in_place,
+                                       steerable=not in_place and clip_travel(tracking) > STEERABLE_TRAVEL))
         reference = ("in place: the scene lays out the clip's props as the expert's own" if in_place
                      else "re-anchored to the robot's root and heading")
         record[name] = {"obs_layout": layout, "objective_source": source, "clip": spec.clips[0], "start_time": start,
@@ -232,4 +274,11 @@ def build_expert_scene(
     for skill in skills:
         record[skill.name].update(action_scale=scales[skill.name], action_gain=skill.action_gain)
     task = replace(task, config=replace(task.config, action_scale=scale))
-    return ExpertScene(objective=task, skills=tuple(skills)), record
+    return ExpertScene(objective=task, skills=tuple(skills), restart_clocks=is_sequence(task)), record
+
+
+def is_sequence(task: Task) -> bool:
+    """Whether `task` chains skills (a Sequence): its experts' clocks restart when they take over."""
+    from metaworld_x.envs.tasks.sequence import Sequence
+
+    return isinstance(task, Sequence)

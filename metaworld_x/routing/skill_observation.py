@@ -35,7 +35,9 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
+from metaworld_x.envs.observations import yaw
 from metaworld_x.envs.reference import frame_at, reanchor
+from metaworld_x.envs.rotations import multiply as quat_mul
 from metaworld_x.errors import UserError
 
 PROPRIOCEPTION = "proprioception"
@@ -53,15 +55,18 @@ def tracking_obs_layout(tracking, proprioception_size: int, objective_size: int)
     return layout
 
 
-def reference_features(tracking, view, clip_time, clip: int = 0, in_place: bool = False):
+def reference_features(tracking, view, clip_time, clip: int = 0, in_place: bool = False, turn=0.0):
     """[2 + n_future·(26 + 3K)] phase and future frames as Tracking.reference_features, re-anchored to the robot
-    (or, `in_place`, where the clip has them)."""
+    (or, `in_place`, where the clip has them). `turn` (rad) turns the re-anchored clip about the robot's root:
+    a locomotion expert that follows it heads that much further left (`steering_turn`)."""
     if in_place:
         return tracking.reference_features(view, clip, clip_time)
     now = frame_at(tracking.reference, clip, clip_time)
+    half = 0.5 * jnp.asarray(turn, jnp.float32)
+    heading = quat_mul(jnp.stack([jnp.cos(half), 0.0, 0.0, jnp.sin(half)]), view.root_quat)
 
     def place(target):
-        return reanchor(target, now, view.root_pos, view.root_quat)
+        return reanchor(target, now, view.root_pos, heading)
 
     return tracking.reference_features(view, clip, clip_time, place)
 
@@ -85,6 +90,8 @@ class SkillObservation:
     """The clock at the start of an episode: the clip time whose pose is closest to the scene's starting pose."""
     in_place: bool = False
     """Whether the expert sees its clip where the clip has it, not re-anchored to the robot (`clip_in_place`)."""
+    steerable: bool = False
+    """Whether its clip travels (walk, run, crawl): re-anchored, it is turned towards the scene's steering point."""
     action_gain: float = 1.0
     """The expert's action in the scene's action units: its own action scale over the scene's (the largest of
     the experts'). Servo target = home + action · scale, so gain · action is the same target under the scene's
@@ -98,13 +105,14 @@ class SkillObservation:
         """The objective's own task variables (e.g. walk's target speed), when it reads the scene with its own."""
         return dict(self.objective.reset_info(rng)) if self.objective_source == "scene" else {}
 
-    def features(self, view, info, clip_time, objective_info):
-        """[n] everything after proprioception in the expert's observation."""
-        return jnp.concatenate([self.reference(view, clip_time), self.objective_features(view, info, objective_info)])
+    def features(self, view, info, clip_time, objective_info, turn=0.0):
+        """[n] everything after proprioception in the expert's observation; `turn` as `reference`'s."""
+        return jnp.concatenate([self.reference(view, clip_time, turn), self.objective_features(view, info, objective_info)])
 
-    def reference(self, view, clip_time):
-        """[2 + n_future·(26 + 3K)] the phase and the clip's future frames at `clip_time`, as this expert sees them."""
-        return reference_features(self.tracking, view, clip_time, self.clip, self.in_place)
+    def reference(self, view, clip_time, turn=0.0):
+        """[2 + n_future·(26 + 3K)] the phase and the clip's future frames at `clip_time`, as this expert sees them;
+        a steerable expert's clip turned by `turn` (rad) about the robot."""
+        return reference_features(self.tracking, view, clip_time, self.clip, self.in_place, turn if self.steerable else 0.0)
 
     def objective_features(self, view, info, objective_info):
         """[k] the objective's features (k = 0 without one); `info` is the scene's, `objective_info` the expert's own."""
@@ -162,3 +170,12 @@ def check_layout(name: str, layout, observation_size: int) -> list[list]:
             " the expert was trained on a different observation than its spec builds now. Retrain it or restore its spec"
         )
     return [[str(part), int(size)] for part, size in layout]
+
+
+def steering_turn(view, point, active, max_turn: float):
+    """The turn (rad, in [-max_turn, max_turn]) from the robot's heading towards world `point` [2]; 0 unless
+    `active`. A locomotion expert follows its re-anchored clip's heading, so turning the clip steers it there."""
+    to_point = point[:2] - view.root_pos[:2]
+    error = jnp.arctan2(to_point[1], to_point[0]) - yaw(view.root_quat)
+    error = jnp.arctan2(jnp.sin(error), jnp.cos(error))
+    return jnp.where(active, jnp.clip(error, -max_turn, max_turn), 0.0)

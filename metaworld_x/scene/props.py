@@ -8,6 +8,8 @@ near the 0.68-0.72 m HumanoidBench rewards), so starting an episode seated
 does not put the robot inside the chair.
 """
 
+import math
+
 import mujoco
 
 
@@ -81,9 +83,10 @@ def add_stand(spec: mujoco.MjSpec, pos, height: float = STAND_HEIGHT, half_top=(
     _add_table_like(spec, "stand", pos, height, half_top)
 
 
-def add_chair(spec: mujoco.MjSpec, pos) -> None:
-    """A chair facing +x; site `chair_seat` marks the seat's centre."""
-    body = spec.worldbody.add_body(name="chair", pos=pos)
+def add_chair(spec: mujoco.MjSpec, pos, facing: float = 0.0) -> None:
+    """A chair facing +x, or turned by `facing` (rad) about z (pi: it faces -x, towards a robot that walks up to
+    it along +x); site `chair_seat` marks the seat's centre."""
+    body = spec.worldbody.add_body(name="chair", pos=pos, quat=(math.cos(facing / 2), 0.0, 0.0, math.sin(facing / 2)))
     seat = 0.04
     _static_box(body, "chair_seat", (0.22, 0.25, seat / 2), (0, 0, CHAIR_SEAT_HEIGHT - seat / 2), WOOD)
     _static_box(body, "chair_base", (0.2, 0.23, (CHAIR_SEAT_HEIGHT - seat) / 2), (0, 0, (CHAIR_SEAT_HEIGHT - seat) / 2))

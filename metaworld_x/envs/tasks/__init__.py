@@ -2,6 +2,7 @@
 
 from metaworld_x.envs.task import Task, with_overrides
 from metaworld_x.envs.tasks.carry import Carry
+from metaworld_x.envs.tasks.chains import CHAINS
 from metaworld_x.envs.tasks.composite import Fetch
 from metaworld_x.envs.tasks.crawl import Crawl
 from metaworld_x.envs.tasks.door import Door
@@ -14,7 +15,7 @@ from metaworld_x.envs.tasks.walk import Walk
 from metaworld_x.errors import UserError
 
 TASKS: dict[str, type[Task]] = {
-    cls.name: cls for cls in (Stand, Walk, Run, Sit, Crawl, Reach, Carry, Push, Door, Fetch)
+    cls.name: cls for cls in (Stand, Walk, Run, Sit, Crawl, Reach, Carry, Push, Door, Fetch, *CHAINS)
 }
 
 
@@ -26,4 +27,4 @@ def make_task(name: str, **overrides) -> Task:
     return cls(with_overrides(cls.Config(), overrides))
 
 
-__all__ = ["TASKS", "make_task"] + [cls.__name__ for cls in TASKS.values()]
+__all__ = ["TASKS", "make_task", "CHAINS"] + [cls.__name__ for cls in TASKS.values()]

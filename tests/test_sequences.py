@@ -1,0 +1,174 @@
+"""Sequential tasks: sub-goals in order, never lost; the catalog's layouts; the scripted baseline; handover bookkeeping."""
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from metaworld_x.envs.backends import make
+from metaworld_x.envs.tasks import CHAINS, TASKS, make_task
+from metaworld_x.envs.tasks.sequence import MAX_SUBGOALS, Sequence, Subgoal
+from metaworld_x.errors import UserError
+from metaworld_x.routing.rollouts import EpisodeResults, take_over
+from metaworld_x.routing.scripted import missing_skills, phase_of, scripted_behaviour
+from metaworld_x.routing.skill_observation import steering_turn
+
+
+@functools.cache
+def _view(name):
+    env = make(name, num_worlds=1, nthread=1)
+    state = env.reset(jax.random.PRNGKey(0))
+    return env.task, jax.tree.map(lambda x: np.array(x[0]), state.data.view)
+
+
+def _moved(view, root=None, com_vel=None, sites=None):
+    """`view` with the robot's root at `root` [3], its centre of mass moving at `com_vel` [3], sites moved {name: pos}."""
+    qpos, site_pos = view.qpos.copy(), view.site_pos.copy()
+    if root is not None:
+        qpos[:3] = root
+    for name, pos in (sites or {}).items():
+        site_pos[view.layout.sites.index(name)] = pos
+    return view.replace(qpos=qpos, site_pos=site_pos, com_vel=np.asarray(com_vel if com_vel is not None else view.com_vel))
+
+
+def test_walk_reach_reaches_its_subgoals_in_order_and_never_loses_one():
+    task, view = _view("walk_reach")
+    arrive, _, touch = task.subgoals
+    at_target = _moved(view, root=(arrive.point[0], arrive.point[1], 1.0), com_vel=(0.0, 0.0, 0.0),
+                       sites={"right_hand": touch.point})
+    walking_there = _moved(at_target, com_vel=(1.0, 0.0, 0.0))
+    far = _moved(view, root=(0.0, 0.0, 1.0), com_vel=(1.0, 0.0, 0.0))
+    info = task.reset_info(jax.random.PRNGKey(0))
+
+    info = task.advance(_moved(far, sites={"right_hand": touch.point}), info)
+    assert int(info["phase"]) == 0, "touching the target before arriving must not count"
+    info = task.advance(walking_there, info)
+    assert int(info["phase"]) == 1, "arriving counts at once"
+    for _ in range(task.config.hold_steps - 1):
+        info = task.advance(at_target, info)
+    assert int(info["phase"]) == 1, "standing still counts only once held"
+    info = task.advance(walking_there, info)  # moving again restarts the hold
+    for _ in range(task.config.hold_steps - 1):
+        info = task.advance(at_target, info)
+    assert int(info["phase"]) == 1
+    info = task.advance(at_target, info)
+    assert int(info["phase"]) == 2 and not bool(task.success(view, info))
+    info = task.advance(far, info)  # walking away again loses nothing
+    assert int(info["phase"]) == 2
+    info = task.advance(at_target, info)
+    assert int(info["phase"]) == 3 and bool(task.success(view, info))
+    _, metrics = task.account(view, info, {})
+    assert [bool(metrics[f"subgoal/{i}"]) for i in range(3)] == [True, True, True]
+    assert int(task.advance(far, info)["phase"]) == 3, "a finished sequence stays finished"
+
+
+def test_rise_walk_starts_seated_and_needs_standing_held_before_the_walk_counts():
+    task, view = _view("rise_walk")
+    assert view.root_pos[2] < 0.9, "the episode starts seated on the chair"
+    walked = task.subgoals[1].point[0]
+    standing = _moved(view, root=(0.0, 0.0, 1.0), sites={"head": (0.0, 0.0, 1.7)})
+    out_there = _moved(standing, root=(walked + 0.1, 0.0, 1.0), sites={"head": (walked + 0.1, 0.0, 1.7)})
+    info = task.reset_info(jax.random.PRNGKey(0))
+    info = task.advance(out_there, info)
+    assert int(info["phase"]) == 0, "3 m ahead before standing up counts for nothing"
+    for _ in range(task.config.hold_steps):
+        info = task.advance(standing, info)
+    assert int(info["phase"]) == 1
+    info = task.advance(out_there, info)
+    assert int(info["phase"]) == 2 and bool(task.success(view, info))
+
+
+def test_the_catalog_chains_need_two_experts_and_keep_the_stated_distances():
+    distances = {"walk_sit": ("chair", 2.0), "run_crawl": ("tunnel", 4.0), "walk_reach": ("target", 2.0),
+                 "walk_push": ("table", 2.0)}
+    sizes = set()
+    for cls in CHAINS:
+        assert issubclass(cls, Sequence) and TASKS[cls.name] is cls
+        skills = {g.skill for g in cls.subgoals} - {"stand", "stop"}
+        assert len(skills) >= 2 and 2 <= len(cls.subgoals) <= MAX_SUBGOALS, cls.name
+        assert "Success" in (cls.__doc__ or ""), f"{cls.name} must state its success criterion"
+        if cls.name in distances:
+            prop, at_least = distances[cls.name]
+            pos = next(p.pos for p in cls.scene if p.prop == prop)
+            assert math.hypot(pos[0], pos[1]) >= at_least, f"{cls.name}: the {prop} is {pos} from the start"
+        sizes.add(cls().build_model().nq)
+    door_sit = TASKS["door_sit"]
+    assert [g.skill for g in door_sit.subgoals if g.skill not in ("stand", "stop")][:2] == ["door", "walk"]
+    assert len({g.skill for g in door_sit.subgoals} - {"stand", "stop"}) >= 3, "door, walk, turn, sit: three experts or more"
+
+
+def test_chains_observe_the_same_features_and_step_finite():
+    shapes = set()
+    for cls in (TASKS["walk_push"], TASKS["door_sit"]):  # the hands variant, a box, a door and a chair
+        env = make(cls.name, num_worlds=2, nthread=1)
+        state = env.reset(jax.random.PRNGKey(1))
+        state = env.step(state, np.zeros((2, env.action_size), np.float32))
+        obs = np.asarray(state.obs["state"])
+        assert np.isfinite(obs).all() and np.isfinite(np.asarray(state.reward)).all()
+        assert (phase_of(obs) == 0).all()
+        shapes.add(obs.shape[1])
+    assert shapes == {49 + MAX_SUBGOALS + 1 + 3}, "one router observation size for every chain"
+
+
+def test_a_sequence_refuses_a_subgoal_whose_prop_is_missing():
+    with pytest.raises(UserError, match="needs a chair"):
+        type("Bad", (Sequence,), {"name": "bad", "scene": (), "subgoals": (Subgoal("seated", "sit", "sit down"),)})
+    with pytest.raises(UserError, match="unknown sub-goal kind"):
+        Subgoal("fly", "walk", "fly away")
+
+
+def test_the_scripted_baseline_runs_each_phases_expert_alone_and_names_what_is_missing():
+    task = make_task("walk_reach")
+    names = ("reach_one_hand", "stand", "walk")
+    behaviour = scripted_behaviour(task, names)
+    obs = np.zeros((4, 57), np.float32)
+    phase_slice = slice(57 - (MAX_SUBGOALS + 1 + 3), 57 - 3)
+    for b, phase in enumerate((0, 1, 2, 3)):
+        obs[b, phase_slice][phase] = 1.0
+    weights = behaviour(obs, 0, None)
+    assert [names[i] for i in weights.argmax(axis=1)] == ["walk", "stand", "reach_one_hand", "reach_one_hand"]
+    assert np.allclose(weights.sum(axis=1), 1.0) and set(np.unique(weights)) <= {0.0, 1.0}
+    assert missing_skills(make_task("walk_sit"), names) == ["turn", "sit"]
+    with pytest.raises(UserError, match="turn, sit"):
+        scripted_behaviour(make_task("walk_sit"), names)
+
+
+def test_a_taking_over_expert_restarts_its_clock_and_acts_on_its_fresh_observation():
+    names, starts = ("a", "b"), (0.5, 2.0)
+    info = {"skill_time": jnp.asarray([[3.0, 3.0], [3.0, 3.0]])}
+    obs = {"expert/a": jnp.zeros((2, 1)), "expert_fresh/a": jnp.ones((2, 1)),
+           "expert/b": jnp.zeros((2, 1)), "expert_fresh/b": jnp.ones((2, 1))}
+    previous = jnp.asarray([0, -1])  # world 0 ran a; world 1 just started
+    weights = jnp.asarray([[0.2, 0.8], [0.1, 0.9]])
+    info, expert_obs, dominant = take_over(names, starts, info, obs, previous, weights)
+    assert dominant.tolist() == [1, 1]
+    assert np.asarray(info["skill_time"]).tolist() == [[3.0, 2.0], [3.0, 3.0]], "only a handover restarts a clock"
+    assert np.asarray(expert_obs[1])[:, 0].tolist() == [1.0, 0.0] and np.asarray(expert_obs[0]).sum() == 0
+
+
+def test_steering_turns_towards_the_point_and_no_further_than_allowed():
+    task, view = _view("walk_reach")
+    left = steering_turn(view, jnp.asarray([1.0, 1.0]), True, 0.3)
+    right = steering_turn(view, jnp.asarray([1.0, -0.05]), True, 0.3)
+    assert float(left) == pytest.approx(0.3) and -0.3 < float(right) < 0.0
+    assert float(steering_turn(view, jnp.asarray([1.0, 1.0]), False, 0.3)) == 0.0
+
+
+def test_episode_results_report_switches_subgoals_and_falls_after_a_switch():
+    dt = 0.02
+    weights = np.full((200, 2, 2), np.nan, np.float32)
+    weights[:200, 0] = [1.0, 0.0]
+    weights[100:200, 0] = [0.0, 1.0]  # world 0 hands over at step 100 (2.0 s), then falls at step 150 (3.0 s)
+    weights[:200, 1] = [1.0, 0.0]  # world 1 never hands over, and falls at the end
+    phase = np.zeros((200, 2))
+    phase[99:, 0] = 1
+    results = EpisodeResults(success=np.array([False, False]), returns=np.zeros(2), time_to_success=np.full(2, np.nan),
+                             length=np.array([150, 200]), weights=weights, seconds=0.0, fell=np.array([True, True]),
+                             phase=phase, control_dt=dt)
+    assert results.switches(0) == [(0, 0.0), (1, pytest.approx(2.0))]
+    assert results.switches(1) == [(0, 0.0)]
+    assert results.subgoal_times(0) == [pytest.approx(2.0)] and results.subgoal_times(1) == []
+    assert results.handover_falls() == (1, 1), "world 0 fell 1 s after its switch; world 1's fall had no switch"
