@@ -2,6 +2,8 @@
 
     /path/to/jax09-venv/bin/python scripts/bench_brax_ppo.py [--skill walk] [--envs 256] [--iterations 3]
 
+Compare it with our trainer at the same `--envs` (bench_train.py does).
+
 brax 0.14's trainer calls `jax.device_put_replicated`, which jax 0.10
 removed. Where it is missing, this script puts back a stand-in with the same
 meaning (a copy of the tree on each device, stacked on a leading device axis,
@@ -84,7 +86,8 @@ def main():
 
     spec = expert_spec(args.skill, **({"num_minibatches": args.minibatches} if args.minibatches else {}))
     config = spec.ppo
-    env = TrackingEnv(MjxEnv(expert_task(spec), 1, impl=args.impl))
+    task = expert_task(spec)
+    env = TrackingEnv(MjxEnv(task, 1, impl=args.impl))
     network_factory = functools.partial(
         ppo_networks.make_ppo_networks, policy_hidden_layer_sizes=config.policy_hidden,
         value_hidden_layer_sizes=config.value_hidden, value_obs_key="privileged_state",
@@ -99,8 +102,9 @@ def main():
             rates.append(float(metrics["training/sps"]))
 
     started = time.perf_counter()
-    ppo.train(
-        env, num_timesteps=steps_per_iteration * args.iterations, num_envs=args.envs, episode_length=1000,
+    ppo.train(  # the task's own episode length, so both trainers reset as often
+        env, num_timesteps=steps_per_iteration * args.iterations, num_envs=args.envs,
+        episode_length=task.config.episode_length,
         unroll_length=config.unroll_length, batch_size=batch_size, num_minibatches=config.num_minibatches,
         num_updates_per_batch=config.num_epochs, learning_rate=config.learning_rate,
         discounting=config.discounting, entropy_cost=config.entropy_cost, normalize_observations=True,

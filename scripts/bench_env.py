@@ -4,21 +4,27 @@
 
 Rows: the walk task on the cpu backend at 1 and 2 threads (env steps/s and
 the share of time spent outside `Batch.step`); raw `mujoco.batch` stepping
-of the same model with random controls (measured in slices alternating with
-the env's, so that both see the same load on a shared machine); gymnasium's own Humanoid-v5; and, on
-a GPU, the mjx backend at 1k, 8k and 32k worlds (`--mjx-worlds`) for each MJX
-implementation.
+of the same model with the servo targets the env row's actions map to, the
+same sequence of them, each slice starting from the env's simulation state
+(measured in slices alternating with the env's, so that both see the same
+load on a shared machine, and the raw worlds, which never reset, do not lie
+fallen while the env's stand); gymnasium's own
+Humanoid-v5; and, on a GPU, the mjx backend at 1k, 8k and 32k worlds
+(`--mjx-worlds`) for each MJX implementation, each step waited for before the
+clock is read.
 """
 
 import argparse
 import time
 
 import jax
+import jax.numpy as jnp
 import mujoco
 import mujoco.batch
 import numpy as np
 
 from metaworld_x.envs import make
+from metaworld_x.envs.transition import prepare_action
 from metaworld_x.machine import describe_machine
 
 
@@ -49,38 +55,53 @@ class CpuEnvRunner:
             self.physics_s += time.perf_counter() - t
 
         self.env.batch.step = timed_step  # an instance attribute shadows the method
-        for _ in range(3):  # compile and warm up
+        for _ in range(500):  # compile and warm up, until a fallen world has reset (its functions compile then)
             self()
+            if np.asarray(self.state.done).any():
+                break
+        self()
         self.physics_s = 0.0
 
     def __call__(self):
         self.state = self.env.step(self.state, self.actions[self.rng.integers(8)])
 
+    def controls(self) -> np.ndarray:
+        """[8, worlds, nu] servo targets the env writes for its 8 action sets (the task's own action map)."""
+        action_map = self.env.compiled.action_map
+        prepare = jax.vmap(jax.vmap(lambda action: prepare_action(action_map, action)[2]))
+        return np.asarray(prepare(jnp.asarray(self.actions)), np.float64)
+
 
 class RawBatchRunner:
-    """mujoco.batch alone on the same model: random controls, frame_skip substeps per call."""
+    """mujoco.batch alone on the same model: the env's servo targets, picked in the env's order, frame_skip
+    substeps per call."""
 
-    def __init__(self, model: mujoco.MjModel, worlds: int, nthread: int, frame_skip: int):
+    def __init__(self, model: mujoco.MjModel, worlds: int, nthread: int, frame_skip: int, controls: np.ndarray):
         self.batch = mujoco.batch.Batch(model, worlds, nthread)
         self.batch.reset(keyframe=0)
         self.ctrl, self.frame_skip = self.batch.bind("ctrl"), frame_skip
-        low, high = model.actuator_ctrlrange.T
-        self.rng = np.random.default_rng(0)
-        self.controls = self.rng.uniform(low, high, (8, worlds, model.nu)) * 0.2 + 0.8 * model.key_ctrl[0]
+        self.rng = np.random.default_rng(0)  # the env runner's seed: the same sequence of action sets
+        self.controls = controls
 
     def __call__(self):
-        self.ctrl[:] = self.controls[self.rng.integers(8)]
+        self.ctrl[:] = self.controls[self.rng.integers(len(self.controls))]
         self.batch.step(nstep=self.frame_skip)
+
+    def start_from(self, batch: mujoco.batch.Batch) -> None:
+        """Continue from another batch's simulations (same model and worlds): its full integration state."""
+        self.batch.state[...] = batch.state
 
 
 def bench_cpu(worlds: int, nthread: int, seconds: float, rounds: int = 4) -> tuple[dict, dict]:
     """The env and raw stepping, measured in alternating slices so both see the same machine load."""
     env = CpuEnvRunner(worlds, nthread)
-    raw = RawBatchRunner(env.env.compiled.model, worlds, nthread, env.frame_skip)
+    raw = RawBatchRunner(env.env.compiled.model, worlds, nthread, env.frame_skip, env.controls())
     raw()
     totals = {"env": [0, 0.0], "raw": [0, 0.0]}
     for _ in range(rounds):
         for name, runner in (("env", env), ("raw", raw)):
+            if runner is raw:
+                raw.start_from(env.env.batch)
             calls, elapsed = timed(runner, seconds / rounds)
             totals[name][0] += calls
             totals[name][1] += elapsed
@@ -91,7 +112,7 @@ def bench_cpu(worlds: int, nthread: int, seconds: float, rounds: int = 4) -> tup
         "outside": 1 - env.physics_s / env_s,
     }
     raw_row = {"physics_steps": raw_calls * worlds * env.frame_skip / raw_s, "env_steps": raw_calls * worlds / raw_s}
-    return env_row, raw_row
+    return env_row, raw_row, env.frame_skip
 
 
 def bench_gymnasium_humanoid(seconds: float) -> str | dict:
@@ -121,13 +142,11 @@ def bench_mjx(worlds: int, impl: str, seconds: float) -> dict:
     compile_s = time.perf_counter() - start
     box = {"state": state}
 
-    def run():
-        box["state"] = env.step(box["state"], actions)
+    def run():  # waited for inside the timed call: jax dispatches asynchronously, so the clock would run ahead
+        box["state"] = jax.block_until_ready(env.step(box["state"], actions))
 
     calls, elapsed = timed(run, seconds)
-    jax.block_until_ready(box["state"])
-    elapsed = max(elapsed, 1e-9)
-    return {"env_steps": calls * worlds / elapsed, "compile_s": compile_s}
+    return {"env_steps": calls * worlds / elapsed, "compile_s": compile_s, "frame_skip": env.task.config.frame_skip}
 
 
 def main():
@@ -140,15 +159,14 @@ def main():
     args = parser.parse_args()
 
     rows = []  # (what, env steps/s, physics steps/s, note)
-    frame_skip = 10
     raw_rows = []
     for nthread in () if args.mjx_only else (1, 2):
-        env_row, raw_row = bench_cpu(args.worlds, nthread, args.seconds)
+        env_row, raw_row, frame_skip = bench_cpu(args.worlds, nthread, args.seconds)
         share = env_row["env_steps"] / raw_row["env_steps"]
         rows.append((f"cpu backend, walk, {args.worlds} worlds, {nthread} thread(s)", env_row["env_steps"],
                      env_row["physics_steps"], f"{100 * env_row['outside']:.1f}% of time outside Batch.step;"
                      f" {100 * share:.0f}% of raw"))
-        raw_rows.append((f"raw mujoco.batch, same model, random ctrl, {nthread} thread(s)", raw_row["env_steps"],
+        raw_rows.append((f"raw mujoco.batch, same model, the env's ctrl, {nthread} thread(s)", raw_row["env_steps"],
                          raw_row["physics_steps"], f"env steps/s = physics steps/s / frame_skip {frame_skip}"))
     rows += raw_rows
     r = "skipped (--mjx-only)" if args.mjx_only else bench_gymnasium_humanoid(args.seconds)
@@ -166,7 +184,7 @@ def main():
                 try:
                     r = bench_mjx(worlds, impl, args.seconds)
                     rows.append((f"mjx backend ({impl}), walk, {worlds} worlds", r["env_steps"],
-                                 r["env_steps"] * frame_skip, f"compile {r['compile_s']:.0f} s"))
+                                 r["env_steps"] * r["frame_skip"], f"compile {r['compile_s']:.0f} s"))
                 except Exception as error:  # e.g. out of memory at 32k
                     rows.append((f"mjx backend ({impl}), walk, {worlds} worlds", None, None,
                                  f"failed: {type(error).__name__}"))
