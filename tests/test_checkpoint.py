@@ -33,7 +33,8 @@ def _env(n):
 
 
 def _train(run_dir, config=TINY, key=1, **kwargs):
-    return make_train(config, _env, run_dir=run_dir, progress=False, tensorboard=False, **kwargs)(jax.random.PRNGKey(key))
+    train = make_train(config, _env, run_dir=run_dir, progress=False, tensorboard=False, **kwargs)
+    return train(jax.random.PRNGKey(key))
 
 
 def _corrupt(path: Path) -> None:

@@ -32,7 +32,8 @@ RANKED_BY = ("eval/success_rate", "eval/return")
 
 
 class CorruptCheckpointError(UserError):
-    """A checkpoint whose files are missing, unreadable or fail their checksum: a resume passes over it to an older one."""
+    """A checkpoint whose files are missing, unreadable or fail their checksum: a resume passes over it to an older
+    one."""
 
 
 def versions() -> dict[str, str]:
@@ -127,7 +128,8 @@ def evaluation(path: Path) -> tuple[float, ...] | None:
 
 
 def best(directory: Path) -> Path | None:
-    """The best evaluated checkpoint in directory (`RANKED_BY`; the newer of equals), or None where none was evaluated."""
+    """The best evaluated checkpoint in directory (`RANKED_BY`; the newer of equals), or None where none was
+    evaluated."""
     scored = []
     for path in listed(directory):
         try:
