@@ -60,11 +60,10 @@ def main(args: Args) -> None:
     from metaworld_x.errors import UserError
     from metaworld_x.machine import describe_machine
     from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
-    from metaworld_x.routing.checkpoint import load_router
+    from metaworld_x.routing.checkpoint import load_router, trained_experts
     from metaworld_x.routing.evaluation import shipped_world_model
     from metaworld_x.routing.experts import ExpertSet
     from metaworld_x.routing.network import mixture_action
-    from metaworld_x.routing.pipeline import installed_experts
     from metaworld_x.routing.planner import MppiConfig
     from metaworld_x.routing.rollouts import expert_actions, planned_behaviour, router_behaviour
 
@@ -72,7 +71,7 @@ def main(args: Args) -> None:
         raise UserError(f"--calls must be at least 1 and --plans at least 0, got {args.calls} and {args.plans}")
     load = os.getloadavg()[0]
     folder = (args.router_dir or ROUTER_DIR) / args.task
-    experts = ExpertSet.load(installed_experts(args.experts_dir or EXPERTS_DIR))
+    experts = ExpertSet.load(trained_experts(folder, args.experts_dir or EXPERTS_DIR))
     router, params, record = load_router(folder, experts)
     text = np.asarray(record["text_embedding"], np.float32)[None]  # [1, text]
     obs = np.asarray(params.obs_mean, np.float32)[None]  # [1, obs]: one robot

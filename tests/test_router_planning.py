@@ -12,14 +12,13 @@ from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
 
 
 def _shipped(task: str):
-    from metaworld_x.routing.checkpoint import load_router
+    from metaworld_x.routing.checkpoint import load_router, trained_experts
     from metaworld_x.routing.experts import ExpertSet
-    from metaworld_x.routing.pipeline import installed_experts
     from metaworld_x.world_model.checkpoint import load_world_model
 
     if not (ROUTER_DIR / task / "world_model" / "world_model.json").is_file():
         pytest.skip(f"no shipped router/{task} with its world model")
-    router, params, record = load_router(ROUTER_DIR / task, ExpertSet.load(installed_experts(EXPERTS_DIR)))
+    router, params, record = load_router(ROUTER_DIR / task, ExpertSet.load(trained_experts(ROUTER_DIR / task, EXPERTS_DIR)))
     model, wm_params, _ = load_world_model(ROUTER_DIR / task / "world_model")
     return router, params, np.asarray(record["text_embedding"], np.float32), model, wm_params
 

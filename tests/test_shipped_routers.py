@@ -12,24 +12,26 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from metaworld_x.errors import UserError
 from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
 
 ROUTERS = sorted(p.parent for p in ROUTER_DIR.glob("*/router.json"))
 
 
-@pytest.fixture(scope="module")
-def installed():
+def trained_set(folder):
+    """The installed experts the router in `folder` was trained with (the library may hold more)."""
+    from metaworld_x.routing.checkpoint import trained_experts
     from metaworld_x.routing.experts import ExpertSet
-    from metaworld_x.routing.pipeline import installed_experts
 
-    return ExpertSet.load(installed_experts(EXPERTS_DIR))
+    return ExpertSet.load(trained_experts(folder, EXPERTS_DIR))
 
 
 @pytest.mark.skipif(not ROUTERS, reason="no router is shipped yet (train one with `metaworld-x train router`)")
 @pytest.mark.parametrize("folder", ROUTERS, ids=lambda p: p.name)
-def test_every_shipped_router_was_trained_on_the_installed_experts(folder, installed):
+def test_every_shipped_router_was_trained_on_the_installed_experts(folder):
     from metaworld_x.routing.checkpoint import load_router
 
+    installed = trained_set(folder)
     router, params, record = load_router(folder, installed)  # raises, naming the differences, on another set
     metrics = json.loads((folder / "metrics.json").read_text())
     assert [e["name"] for e in metrics["experts"]] == list(installed.names), "metrics.json is from another expert set"
@@ -39,7 +41,7 @@ def test_every_shipped_router_was_trained_on_the_installed_experts(folder, insta
 
 
 @pytest.mark.skipif(not ROUTERS, reason="no router is shipped yet (train one with `metaworld-x train router`)")
-def test_every_shipped_router_composes_its_probe_wordings_as_its_trained_one(installed):
+def test_every_shipped_router_composes_its_probe_wordings_as_its_trained_one():
     """Paraphrase and order robustness at the router itself: the unseen paraphrase and the reordered wording of
     each task (`eval router --probes`) keep the trained wording's experts, with its weights to 0.01, on states
     around the router's observation normaliser. Jitted, as the control loop runs it: under jit a lone kept
@@ -54,6 +56,7 @@ def test_every_shipped_router_composes_its_probe_wordings_as_its_trained_one(ins
     resolver = TaskResolver()
     rng = np.random.default_rng(0)
     for folder in ROUTERS:
+        installed = trained_set(folder)
         router, params, record = load_router(folder, installed)
         weights = jax.jit(router.weights)
         mean, std = np.asarray(params.obs_mean), np.asarray(params.obs_std)
@@ -66,3 +69,25 @@ def test_every_shipped_router_composes_its_probe_wordings_as_its_trained_one(ins
             np.testing.assert_allclose(other, trained, atol=0.01, err_msg=f"{folder.name}: {wording!r}")
             lone = (trained > 0).sum(-1) == 1  # one expert kept: the same action, to the last bit
             np.testing.assert_array_equal(other[lone], trained[lone], err_msg=f"{folder.name}: {wording!r}, one expert")
+
+
+@pytest.mark.skipif(not ROUTERS, reason="no router is shipped yet (train one with `metaworld-x train router`)")
+def test_a_router_runs_on_its_own_experts_when_the_library_has_grown(tmp_path):
+    """An expert added to experts/ leaves the routers trained without it loadable; one it needs that changed is
+    still refused."""
+    from metaworld_x.routing.checkpoint import load_router, trained_experts
+    from metaworld_x.routing.experts import ExpertSet
+
+    folder = ROUTERS[0]
+    for expert in EXPERTS_DIR.glob("*/policy.json"):
+        (tmp_path / expert.parent.name).symlink_to(expert.parent.resolve())
+    (tmp_path / "zz_added").symlink_to((EXPERTS_DIR / "walk").resolve())
+    chosen = trained_experts(folder, tmp_path)
+    record = json.loads((folder / "router.json").read_text())
+    assert list(chosen) == [e["name"] for e in record["experts"]] and "zz_added" not in chosen
+    load_router(folder, ExpertSet.load(chosen))
+    changed = dict(chosen)
+    first = next(iter(changed))
+    changed[first] = EXPERTS_DIR / ("stand" if first != "stand" else "walk")
+    with pytest.raises(UserError, match="changed"):
+        load_router(folder, ExpertSet.load(changed))

@@ -65,6 +65,8 @@ class EpisodeRunner:
     def step(self) -> None:
         """One control step; the episode's log grows by one entry."""
         decision = self.scenario.controller.decide(self.state)
+        if decision.info is not None:
+            self.state = self.state.replace(info=decision.info)
         self.state = state = self.env.step(self.state, decision.action)
         self.last_weights = decision.weights
         self.log.rewards.append(float(state.reward[0]))

@@ -26,9 +26,12 @@ class RouterController:
     """Soft weights from the router, Σ_k w_k·g_k·a_k executed (g_k: ExpertScene.action_gains); Enter switches to the
     dominant expert alone and back."""
 
-    def __init__(self, router, params, text: np.ndarray, experts, task: str, resolver_factory, action_gains):
+    def __init__(self, router, params, text: np.ndarray, experts, task: str, resolver_factory, action_gains,
+                 clocks: tuple | None = None):
+        """clocks: each expert's start time, when the scene restarts an expert's clock as it takes over
+        (`ExpertScene.restart_clocks`); None: the clocks run from the episode's start."""
         from metaworld_x.routing.network import mixture_action
-        from metaworld_x.routing.rollouts import expert_actions
+        from metaworld_x.routing.rollouts import expert_actions, take_over
 
         self.expert_names = tuple(experts.names)
         self.task, self.mode = task, "router"
@@ -41,20 +44,28 @@ class RouterController:
         gains = jnp.asarray(action_gains, jnp.float32)  # each expert's action in the scene's units
 
         @jax.jit
-        def decide(obs, text, alone_mask, alone):
+        def decide(obs, info, previous, text, alone_mask, alone):
             weights = router.weights(params, obs["state"], text)  # [1, K]
             weights = jnp.where(alone, alone_mask[None], weights)
-            actions = expert_actions(params_k, tuple(obs[f"expert/{n}"] for n in names), gains)  # [1, K, A]
-            return mixture_action(weights, actions), weights[0]
+            if clocks is None:
+                expert_obs, dominant = tuple(obs[f"expert/{n}"] for n in names), jnp.argmax(weights, axis=-1)
+            else:
+                info, expert_obs, dominant = take_over(names, clocks, info, obs, previous, weights)
+            actions = expert_actions(params_k, expert_obs, gains)  # [1, K, A]
+            return mixture_action(weights, actions), weights[0], info, dominant
 
         self._decide = decide
+        self._clocks = clocks
+        self._dominant = jnp.full((1,), -1)
 
     def decide(self, state) -> Decision:
         alone = self._alone is not None
         mask = jnp.zeros(len(self.expert_names)).at[self._alone or 0].set(1.0)
-        action, weights = self._decide(state.obs, self._text, mask, alone)
+        if int(np.asarray(state.info["step"])[0]) == 0:  # a fresh episode: no expert has taken over yet
+            self._dominant = jnp.full((1,), -1)
+        action, weights, info, self._dominant = self._decide(state.obs, state.info, self._dominant, self._text, mask, alone)
         self._last = np.asarray(weights)
-        return Decision(np.asarray(action), self._last)
+        return Decision(np.asarray(action), self._last, info if self._clocks is not None else None)
 
     def toggle(self) -> str:
         if self._alone is None:
@@ -104,6 +115,7 @@ def router_scenario_from_checkpoint(instruction: str, router_root: Path, experts
     folder = Path(router_root) / task
     installed = {p.parent.name: p.parent for p in sorted(Path(experts_dir).glob("*/policy.json"))}
     missing = [e["name"] for e in record["experts"] if e["name"] not in installed]
+    installed = {e["name"]: installed[e["name"]] for e in record["experts"] if e["name"] in installed}  # its own set
     if missing:
         raise UserError(
             f"the router in {folder} needs expert(s) {', '.join(missing)}, missing from {experts_dir};"
@@ -120,7 +132,8 @@ def router_scenario_from_checkpoint(instruction: str, router_root: Path, experts
     return Scenario(
         title=f"router {task}",
         task=scene,
-        controller=RouterController(router, params, text, experts, task, factory, scene.action_gains),
+        controller=RouterController(router, params, text, experts, task, factory, scene.action_gains,
+                                    scene.start_times if scene.restart_clocks else None),
         reference=None,
         keypoint_errors=None,
         routed=True,

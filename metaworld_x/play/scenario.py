@@ -36,6 +36,8 @@ class Decision:
     """[1, A] the executed action of the one world."""
     weights: np.ndarray
     """[K] weight of each expert in `Controller.expert_names` (sum to 1)."""
+    info: dict | None = None
+    """The state's info to step from, when the controller changed it (an expert taking over restarts its clock)."""
 
 
 class Controller(Protocol):

@@ -5,7 +5,9 @@
 policy hash of each) and library versions. Loading compares the recorded
 expert set with the installed one and refuses any difference, naming the
 missing, extra, changed and reordered experts: a router's output i means
-"expert i of the set it was trained with".
+"expert i of the set it was trained with". `trained_experts` picks that set
+out of a library that has grown since: an expert added to experts/ leaves
+the routers trained without it as they were.
 """
 
 import dataclasses
@@ -80,3 +82,20 @@ def load_router(directory: Path, installed: ExpertSet | list[dict]) -> tuple[Rou
     except Exception as error:  # flax raises several types on a structure mismatch
         raise UserError(f"router in {directory} does not match its recorded config ({error})") from None
     return router, params, record
+
+
+def trained_experts(directory: Path, experts_dir: Path) -> dict[str, Path]:
+    """{name: folder} in `experts_dir` of the experts the router in `directory` was trained with, in its order.
+
+    Other installed experts are left out: the router never chose them. One it needs that is missing is named
+    by `load_router`'s check, which still refuses any that changed."""
+    from metaworld_x.json_file import read_json_object
+
+    record = read_json_object(Path(directory) / META_FILE, "the router's record")
+    found = {p.parent.name: p.parent for p in sorted(Path(experts_dir).glob("*/policy.json"))}
+    names = [e["name"] for e in record.get("experts", [])]
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise UserError(f"the router in {directory} needs the expert(s) {', '.join(missing)}, missing from {experts_dir};"
+                        f" train them with `metaworld-x train expert {missing[0]} --out {Path(experts_dir) / missing[0]}`")
+    return {n: found[n] for n in names}

@@ -50,16 +50,15 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
     weights_<i>.png for the i-th wording after it. `perturb`: the perturbation suite the scene runs under
     (`metaworld_x.envs.perturb.SUITES`)."""
     from metaworld_x.envs.tasks import make_task
-    from metaworld_x.routing.checkpoint import load_router
+    from metaworld_x.routing.checkpoint import load_router, trained_experts
     from metaworld_x.routing.curves import plot_weights
     from metaworld_x.routing.experts import ExpertSet
     from metaworld_x.routing.language import TaskResolver
-    from metaworld_x.routing.pipeline import installed_experts
     from metaworld_x.routing.rollouts import SceneRunner, planned_behaviour, router_behaviour, run_episodes
     from metaworld_x.routing.scene import build_expert_scene
 
     router_dir = Path(router_dir)
-    dirs = installed_experts(experts_dir)
+    dirs = trained_experts(router_dir, experts_dir)
     experts = ExpertSet.load(dirs)
     router, params, record = load_router(router_dir, experts)
     scene, _ = build_expert_scene(make_task(record["task_env"]), dirs, dict(zip(experts.names, experts.specs)))
