@@ -2,7 +2,9 @@
 
 import json
 import shutil
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -13,6 +15,9 @@ from metaworld_x.expert_specs import expert_spec
 from metaworld_x.expert_training import evaluate_expert, ship_expert, train_expert
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.training import checkpoint
+
+sys.path.insert(0, str(Path(__file__).parent))
+from no_training import act_without_training  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
 
@@ -46,6 +51,14 @@ def test_shipped_expert_loads_without_training_code_and_evaluates(tmp_path):
     out = ship_expert(spec, result, tmp_path / "stand", video=False)
     for name in ("policy.json", "policy.msgpack", "policy.onnx", "spec.json", "metrics.json"):
         assert (out / name).is_file(), name
+    # the shipped folder loads and acts where importing metaworld_x.training fails, as the training run's policy
+    from metaworld_x.policy import act, from_training
+
+    obs = np.random.default_rng(0).normal(size=(4, int(result.state.normalizer.mean["state"].shape[-1])))
+    fenced, record = act_without_training(out, obs)
+    trained = act(from_training(result.state.params.policy, result.state.normalizer), obs.astype(np.float32))
+    np.testing.assert_allclose(fenced, np.asarray(trained), atol=1e-6)
+    assert record["training_modules"] == []
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["episodes"] == 10 and 0 <= metrics["success"] <= 10
     # where λ ended, for a fine-tune from this folder to start it there

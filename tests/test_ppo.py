@@ -25,6 +25,7 @@ from metaworld_x.training.networks import init_params, make_networks
 from metaworld_x.training.train import make_train
 
 sys.path.insert(0, str(Path(__file__).parent))
+from no_training import act_without_training  # noqa: E402
 from point_mass import PointMassEnv  # noqa: E402
 
 SMALL = PPOConfig(
@@ -568,6 +569,10 @@ def test_policy_export_acts_without_training_code_and_onnx_matches(tmp_path):
     onnx_action = session.run(["action"], {"obs": obs})[0]
     np.testing.assert_allclose(onnx_action, jax_action, atol=1e-5)
     assert spec["action_size"] == 2
+    # loaded and run again where importing metaworld_x.training fails
+    fenced_action, record = act_without_training(tmp_path, obs)
+    np.testing.assert_allclose(fenced_action, jax_action, atol=1e-6)
+    assert record["training_modules"] == [] and record["action_size"] == 2
 
 
 def test_a_policy_moved_to_a_larger_action_scale_asks_for_the_same_servo_targets_near_zero(tmp_path):

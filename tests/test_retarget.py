@@ -339,13 +339,66 @@ def test_cli_list_report_shows_every_clip():
     assert airborne["stand"] == "0%" and int(airborne["crawl"].rstrip("%")) > 30, airborne
 
 
-def test_cli_retarget_writes_a_loadable_clip(shared, tmp_path):
+# A tiny adult skeleton in centimetres, y up, facing +z, named as CANONICAL_KEYPOINTS: (joint, parent, offset).
+# Toe to head top it stands 170 cm, so the loader detects its units; end sites top the head, toes and hands.
+_BVH_SKELETON = (
+    ("pelvis", None, (0, 95, 0)), ("chest", "pelvis", (0, 25, 0)), ("neck", "chest", (0, 25, 0)),
+    ("head", "neck", (0, 10, 0)),
+    *((f"{side}_{part}", parent.format(side=side), (x * offset[0], offset[1], offset[2]))
+      for side, x in (("left", 1), ("right", -1)) for part, parent, offset in (
+          ("hip", "pelvis", (10, -5, 0)), ("knee", "{side}_hip", (0, -42, 0)), ("ankle", "{side}_knee", (0, -42, 0)),
+          ("toe", "{side}_ankle", (0, -6, 12)), ("shoulder", "neck", (17, -3, 0)),
+          ("elbow", "{side}_shoulder", (0, -28, 0)), ("wrist", "{side}_elbow", (0, -25, 0)))),
+)
+_BVH_END_SITES = {"head": (0, 15, 0), "left_toe": (0, 0, 5), "right_toe": (0, 0, 5), "left_wrist": (0, -8, 0),
+                  "right_wrist": (0, -8, 0)}
+
+
+def _write_walk_bvh(path, seconds: float = 1.0, fps: float = 30.0):
+    """A BVH file of the skeleton above walking forward at 1 m/s: legs and arms swinging, knees bending."""
+    children = {name: [child for child, parent, _ in _BVH_SKELETON if parent == name] for name, _, _ in _BVH_SKELETON}
+    offsets = {name: offset for name, _, offset in _BVH_SKELETON}
+
+    def block(name, depth):
+        pad = "  " * depth
+        channels = "6 Xposition Yposition Zposition Zrotation Xrotation Yrotation" if depth == 0 else \
+            "3 Zrotation Xrotation Yrotation"
+        lines = [f"{pad}{'ROOT' if depth == 0 else 'JOINT'} {name}", pad + "{",
+                 f"{pad}  OFFSET {' '.join(map(str, offsets[name]))}", f"{pad}  CHANNELS {channels}"]
+        for child in children[name]:
+            lines += block(child, depth + 1)
+        if name in _BVH_END_SITES:
+            lines += [f"{pad}  End Site", pad + "  {", f"{pad}    OFFSET {' '.join(map(str, _BVH_END_SITES[name]))}",
+                      pad + "  }"]
+        return lines + [pad + "}"]
+
+    times = np.arange(int(seconds * fps) + 1) / fps
+    rows = []
+    for t in times:
+        swing = np.sin(2 * np.pi * t)
+        angles = {f"{side}_{part}": degrees for side, sign in (("left", 1), ("right", -1)) for part, degrees in (
+            ("hip", -25 * sign * swing), ("knee", 30 * max(0.0, sign * np.cos(2 * np.pi * t))),
+            ("shoulder", 15 * sign * swing))}
+        row = [0.0, 95.0, 100.0 * t, 0.0, 0.0, 0.0]  # root: position (cm), then Z, X, Y rotations
+        for name, _, _ in _BVH_SKELETON[1:]:
+            row += [0.0, angles.get(name, 0.0), 0.0]  # pitch, about BVH's x (the character's left)
+        rows.append(" ".join(f"{value:.4f}" for value in row))
+    text = ["HIERARCHY", *block("pelvis", 0), "MOTION", f"Frames: {len(times)}", f"Frame Time: {1 / fps:.6f}", *rows]
+    path.write_text("\n".join(text) + "\n")
+    return path
+
+
+def test_cli_retarget_writes_a_loadable_clip(tmp_path):
     out = tmp_path / "walk.npz"
-    source = shared / "mocap" / "deepmimic" / "humanoid3d_walk.txt"
+    source = _write_walk_bvh(tmp_path / "tiny_walk.bvh")
     result = _cli("retarget", str(source), "--skill", "walk", "--end", "0.5", "--out", str(out))
     assert result.returncode == 0, result.stderr
     clip = load_clip(out)
-    assert clip.skill == "walk" and clip.source_file == source.name and clip.num_frames == 26
+    assert clip.skill == "walk" and clip.source_file == source.name and clip.num_frames == 26  # 0.5 s at 50 fps
+    assert np.isfinite(clip.joint_pos).all() and np.isfinite(clip.root_pos).all()
+    assert 0.3 < clip.root_pos[-1, 0] - clip.root_pos[0, 0] < 0.7  # about 0.5 m forward (+x), scaled to the robot
+    knee = JOINT_NAMES.index("left_knee")
+    assert np.ptp(clip.joint_pos[:, knee]) > 0.1, "the human's bending knee bends the robot's"
 
 
 def test_cli_retarget_of_a_missing_file_is_one_line(tmp_path):

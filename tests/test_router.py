@@ -1,7 +1,5 @@
 """The router: mixture, weights, VLM prior and its decay, imagination training, checkpoints, adapters."""
 
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -351,22 +349,6 @@ def test_malformed_priors_are_repaired_or_rejected():
         train_router(router, state, model_free_batches(np.random.default_rng(0), 1, prior=[0.5, np.nan]))
     with pytest.raises(UserError, match="needs a VLM prior"):
         train_router(router, state, model_free_batches(np.random.default_rng(0), 1))
-
-
-def test_router_inference_time():
-    """One robot, network only, jitted; measured and printed, never asserted."""
-    router = Router(RouterConfig(), obs_size=51, text_size=384, expert_names=tuple(f"e{i}" for i in range(8)))
-    params = router.init(jax.random.PRNGKey(0))
-    weights = jax.jit(router.weights)
-    obs, text = jnp.zeros((1, 51)), jnp.zeros((1, 384))
-    weights(params, obs, text).block_until_ready()
-    repeats = 2000
-    start = time.perf_counter()
-    for _ in range(repeats):
-        out = weights(params, obs, text)
-    out.block_until_ready()
-    per_step = (time.perf_counter() - start) / repeats
-    print(f"router inference (obs 51 + text 384 -> 256 -> 256 -> 8, one robot, jitted): {per_step * 1e6:.0f} µs per step")
 
 
 def test_entropy_has_a_finite_gradient_when_a_weight_underflows():
