@@ -88,7 +88,7 @@ class SceneRunner:
             self.dominant = np.array(dominant)
         else:
             expert_obs = self.expert_obs(state.obs)
-            self.dominant = np.asarray(jnp.argmax(weights, axis=-1))
+            self.dominant = np.array(jnp.argmax(weights, axis=-1))  # a copy: np.asarray of a jax array is read-only
         action = _mix(weights, expert_actions(self.params, expert_obs, self.scene.action_gains))
         state = self.env.step(state, action)
         self.dominant[np.asarray(state.done)] = -1
