@@ -100,19 +100,6 @@ def test_the_catalog_chains_need_two_experts_and_keep_the_stated_distances():
     assert len({g.skill for g in door_sit.subgoals} - {"stand", "stop"}) >= 3, "door, walk, turn, sit: three experts or more"
 
 
-def test_chains_observe_the_same_features_and_step_finite():
-    shapes = set()
-    for cls in (TASKS["walk_push"], TASKS["door_sit"]):  # the hands variant, a box, a door and a chair
-        env = make(cls.name, num_worlds=2, nthread=1)
-        state = env.reset(jax.random.PRNGKey(1))
-        state = env.step(state, np.zeros((2, env.action_size), np.float32))
-        obs = np.asarray(state.obs["state"])
-        assert np.isfinite(obs).all() and np.isfinite(np.asarray(state.reward)).all()
-        assert (phase_of(obs) == 0).all()
-        shapes.add(obs.shape[1])
-    assert shapes == {49 + MAX_SUBGOALS + 1 + 3}, "one router observation size for every chain"
-
-
 def test_a_sequence_refuses_a_subgoal_whose_prop_is_missing():
     with pytest.raises(UserError, match="needs a chair"):
         type("Bad", (Sequence,), {"name": "bad", "scene": (), "subgoals": (Subgoal("seated", "sit", "sit down"),)})

@@ -171,7 +171,7 @@ class EvalScripted:
     each sub-goal's expert alone, switched when the task reports the sub-goal reached. The baseline a router must
     beat. Prints success, return, each sub-goal's success, the expert handovers and the falls after them."""
 
-    instruction: str
+    instruction: tyro.conf.Positional[str]
     """A sequential instruction, e.g. "walk to the target and touch it with your right hand"."""
     episodes: int = 10
     """Seeded episodes."""

