@@ -28,9 +28,6 @@ HOME_STARTS = {"home_start_fraction": 0.3}
 # Starts in the carry clip's set-down, where fetch's router hands the robot from carry to stand: the last 0.5 s,
 # the pelvis pitched 10-46° forward and still bending (0.3-0.6 m/s). From there a stand expert trained without
 # them fell in 20 of 20 episodes, in 34 steps on average.
-# A third of episodes start mid-stride in the walk clip's state: the stand expert, trained only from home and from
-# carry's set-down, fell in 3 of 4 episodes when it took over from a walking robot.
-WALK_HANDOVER = {"handover_clip": "walk", "handover_window": (0.0, 1.2), "handover_start_fraction": 0.5}
 CARRY_HANDOVER = {"handover_clip": "pickup_carry_start", "handover_window": (6.8, 7.3), "handover_start_fraction": 0.3}
 
 # Mean keypoint tracking error (m) every expert must stay within while following its clip.
@@ -140,9 +137,6 @@ EXPERTS: dict[str, ExpertSpec] = {
         # and 5.98M steps left 57-step episodes (0/10). With it the periodic evaluation scored 16/16 from 6.1M
         # steps, and the shipped expert is this spec run from scratch (10/10 from the clip and from home at 9.0M;
         # docs/design-notes.md).
-        ExpertSpec("stop", "come to a halt from walking and stand still", ("stand", "stand_2"), "stand",
-                   tracking={**HOME_STARTS, **WALK_HANDOVER, "episode_length": 1000}, return_goal=800.0,
-                   ppo=_ppo(4_000_000, budget=0.06, critic_warmup_iterations=30, learning_rate=1e-4)),
         ExpertSpec("walk", "walk forward at a steady pace", ("walk",), "walk",
                    tracking={**HOME_STARTS}, return_goal=700.0, ppo=_ppo(9_000_000, budget=0.06)),
         # run_rest starts the sprint from standing in the home pose, where a router starts it; the sprint cycle alone

@@ -82,7 +82,7 @@ def test_an_open_instruction_lays_out_its_own_scene(matcher):
     model = task_cls().build_model()
     assert model.body("chair") is not None and model.body("tunnel") is not None
     touch = compose("run to the ball and touch it with your right hand", matcher)
-    assert [(g.kind, g.skill) for g in touch.subgoals] == [("arrive", "run"), ("still", "stand"), ("touch", "reach_one_hand")]
+    assert [(g.kind, g.skill) for g in touch.subgoals] == [("arrive", "run"), ("touch", "reach_one_hand")]
     assert np.allclose(touch.subgoals[-1].point, next(p.pos for p in touch.scene if p.prop == "target"))
     assert TASKS.get("composed") is None, "a composed task is not registered in the catalog"
 
@@ -104,7 +104,7 @@ def test_eval_scripted_refuses_an_unknown_skill_with_exit_status_2(capsys):
 
 
 def test_the_labels_follow_the_subgoals_of_a_sequence(tmp_path, resolver):
-    """The prior of each phase is its sub-goal's clause scored by the text encoder: walk, then stand, then reach."""
+    """The prior of each phase is its sub-goal's clause scored by the text encoder: walk, then reach."""
     from metaworld_x.routing.config import RouterConfig
     from metaworld_x.routing.pipeline import sequence_priors
     from metaworld_x.routing.vlm_prior import prior_scorer
@@ -113,6 +113,6 @@ def test_the_labels_follow_the_subgoals_of_a_sequence(tmp_path, resolver):
     task = TASKS["walk_reach"]()
     scorer = prior_scorer(RouterConfig(), tmp_path, text_encoder=resolver.encoder)
     priors = sequence_priors(scorer, task, DEFAULT_CATALOG, task, 1.0)
-    assert priors.shape == (3, len(DEFAULT_CATALOG.names))
-    assert [DEFAULT_CATALOG.names[i] for i in priors.argmax(axis=1)] == ["walk", "stand", "reach_one_hand"]
+    assert priors.shape == (2, len(DEFAULT_CATALOG.names))
+    assert [DEFAULT_CATALOG.names[i] for i in priors.argmax(axis=1)] == ["walk", "reach_one_hand"]
     assert any(tmp_path.iterdir()), "the labels are cached on disk"

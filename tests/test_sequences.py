@@ -34,8 +34,20 @@ def _moved(view, root=None, com_vel=None, sites=None):
     return view.replace(qpos=qpos, site_pos=site_pos, com_vel=np.asarray(com_vel if com_vel is not None else view.com_vel))
 
 
-def test_walk_reach_reaches_its_subgoals_in_order_and_never_loses_one():
-    task, view = _view("walk_reach")
+class WalkStopReach(Sequence):
+    """walk_reach with a stop before the touch: "still" counts only once held.
+
+    Success: all three sub-goals.
+    """
+
+    name = "walk_stop_reach"
+    scene = TASKS["walk_reach"].scene
+    subgoals = (TASKS["walk_reach"].subgoals[0], Subgoal("still", "stand", "stop"), TASKS["walk_reach"].subgoals[1])
+
+
+def test_subgoals_are_reached_in_order_held_where_they_are_postures_and_never_lost():
+    _, view = _view("walk_reach")
+    task = WalkStopReach()
     arrive, _, touch = task.subgoals
     at_target = _moved(view, root=(arrive.point[0], arrive.point[1], 1.0), com_vel=(0.0, 0.0, 0.0),
                        sites={"right_hand": touch.point})
@@ -87,7 +99,7 @@ def test_the_catalog_chains_need_two_experts_and_keep_the_stated_distances():
     sizes = set()
     for cls in CHAINS:
         assert issubclass(cls, Sequence) and TASKS[cls.name] is cls
-        skills = {g.skill for g in cls.subgoals} - {"stand", "stop"}
+        skills = {g.skill for g in cls.subgoals}
         assert len(skills) >= 2 and 2 <= len(cls.subgoals) <= MAX_SUBGOALS, cls.name
         assert "Success" in (cls.__doc__ or ""), f"{cls.name} must state its success criterion"
         if cls.name in distances:
@@ -96,8 +108,8 @@ def test_the_catalog_chains_need_two_experts_and_keep_the_stated_distances():
             assert math.hypot(pos[0], pos[1]) >= at_least, f"{cls.name}: the {prop} is {pos} from the start"
         sizes.add(cls().build_model().nq)
     door_sit = TASKS["door_sit"]
-    assert [g.skill for g in door_sit.subgoals if g.skill not in ("stand", "stop")][:2] == ["door", "walk"]
-    assert len({g.skill for g in door_sit.subgoals} - {"stand", "stop"}) >= 3, "door, walk, turn, sit: three experts or more"
+    assert [g.skill for g in door_sit.subgoals][:2] == ["door", "walk"]
+    assert len({g.skill for g in door_sit.subgoals}) >= 3, "door, walk, turn, sit: three experts or more"
 
 
 def test_a_sequence_refuses_a_subgoal_whose_prop_is_missing():
@@ -116,7 +128,7 @@ def test_the_scripted_baseline_runs_each_phases_expert_alone_and_names_what_is_m
     for b, phase in enumerate((0, 1, 2, 3)):
         obs[b, phase_slice][phase] = 1.0
     weights = behaviour(obs, 0, None)
-    assert [names[i] for i in weights.argmax(axis=1)] == ["walk", "stand", "reach_one_hand", "reach_one_hand"]
+    assert [names[i] for i in weights.argmax(axis=1)] == ["walk", "reach_one_hand", "reach_one_hand", "reach_one_hand"]
     assert np.allclose(weights.sum(axis=1), 1.0) and set(np.unique(weights)) <= {0.0, 1.0}
     assert missing_skills(make_task("walk_sit"), names) == ["turn", "sit"]
     with pytest.raises(UserError, match="turn, sit"):

@@ -54,7 +54,6 @@ SKILLS: tuple[Skill, ...] = (
     Skill("turn", ("turn round", "turn around", "face the other way"), "turn round"),
     Skill("rise", ("get up from it", "stand up", "rise from it"), "get up from a chair"),
 )
-LOCOMOTION = ("walk", "run")
 MIN_SKILL_SCORE = 0.7
 """The cosine similarity a clause (props replaced by "it") needs with a skill's phrases to ask for it: paraphrases
 of the skills score 0.75-1, "jump over it" and "dance" 0.62 and 0.45."""
@@ -178,8 +177,6 @@ def compose(instruction: str, matcher: SkillMatcher | None = None) -> type[Seque
     layout = _Layout({}, [])
     for i, (clause, skill, prop) in enumerate(steps):
         _add(layout, clause, skill.name, prop, first=i == 0)
-        if layout.subgoals and layout.subgoals[-1].kind == "arrive" and i + 1 < len(steps) and steps[i + 1][1].name not in LOCOMOTION:
-            layout.subgoals.append(chains.STOP)  # the next skill starts from standing: stop first
     if len(layout.subgoals) > MAX_SUBGOALS:
         raise UserError(f"{instruction!r} asks for {len(layout.subgoals)} sub-goals; a task holds at most {MAX_SUBGOALS}")
     attributes = {"name": "composed", "scene": tuple(layout.placements.values()), "subgoals": tuple(layout.subgoals),
@@ -217,7 +214,7 @@ def _add(layout: _Layout, clause: str, skill: str, prop: str | None, first: bool
     if skill == "sit":
         if "chair" not in layout.placements and _AHEAD.search(clause):  # "the chair beyond it": walk there first
             stop = _place(layout, "chair", approach=True)
-            goals += [Subgoal("arrive", "walk", "walk to the chair", "chair", (stop, 0.0, 0.0)), chains.STOP]
+            goals.append(Subgoal("arrive", "walk", "walk to the chair", "chair", (stop, 0.0, 0.0)))
             layout.x = stop
         elif "chair" not in layout.placements:  # a chair right behind the robot, as the sit scene has it
             _place(layout, "chair", approach=False)
