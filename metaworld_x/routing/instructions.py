@@ -90,6 +90,13 @@ def without_props(clause: str) -> str:
     return " ".join(_METRES.sub("", _PROP_NOUN.sub("it", clause)).split())
 
 
+def without_prop_names(clause: str) -> str:
+    """`clause` with the props it names left out ("run to the tunnel" -> "run to"): what the text prior scores for
+    a sub-goal. With the names in, "walk to the target" scored the reach expert; with "it" for them, "run to it"
+    scored push."""
+    return " ".join(_METRES.sub("", _PROP_NOUN.sub("", clause)).split())
+
+
 def clause_prop(clause: str) -> str | None:
     """The prop a clause names, if any."""
     words = re.findall(r"[a-z]+", clause.lower())
