@@ -195,3 +195,26 @@ def test_eval_scripted_plays_the_state_machine_and_reports_the_handovers(tmp_pat
     report = json.loads(out.read_text())
     assert report["task"] == "walk_reach" and [g["kind"] for g in report["subgoals"]] == ["arrive", "touch"]
     assert report["episode_length_mean"] == 5
+
+
+def test_router_batches_of_a_sequence_hold_every_phase_with_its_own_label():
+    """The later phases are rare in the collected states; each batch holds each phase reached in equal shares, and
+    each state carries its phase's prior."""
+    from metaworld_x.routing.pipeline import Context, RouterTrainConfig, router_batches
+    from metaworld_x.world_model.buffer import ReplayBuffer
+
+    size, k = 57, 3
+    obs = np.zeros((100, 1, size), np.float32)
+    start = size - (MAX_SUBGOALS + 1 + 3)  # the phase one-hot (Sequence.features)
+    obs[:, 0, start] = 1.0  # phase 0 ...
+    obs[95:, 0, start], obs[95:, 0, start + 1] = 0.0, 1.0  # ... and 5 % of states in phase 1
+    buffer = ReplayBuffer(200, size, k, cond_kind="expert_weights")
+    buffer.add_rollout(obs, np.full((100, 1, k), 1 / k, np.float32), np.zeros((100, 1), np.float32), obs,
+                       np.zeros((100, 1), bool), np.zeros((100, 1), bool))
+    priors = np.asarray([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]], np.float32)
+    ctx = Context(RouterTrainConfig(batch_size=64), None, None, None, {}, np.zeros(4, np.float32), priors[0], "test", {},
+                  priors)
+    for batch in router_batches(ctx, buffer, 3, seed=0):
+        phases = phase_of(batch["obs"])
+        assert (phases == 1).sum() == 32 and (phases == 0).sum() == 32
+        np.testing.assert_array_equal(batch["prior"], priors[phases])

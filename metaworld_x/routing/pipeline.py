@@ -89,6 +89,10 @@ class RouterTrainConfig:
     """Steps per evaluation episode; default the task's episode length."""
     ablations: bool = False
     """Also train and evaluate the no-VLM, no-world-model and no-router variants."""
+    sequence_vlm_decay: float = 0.999
+    """The KL weight's decay per update on a sequential task, if slower than `router.vlm_decay`: the phase labels
+    are the only signal that tells the phases apart (a world model sees one step of any expert as much the same),
+    and at 0.99 the walk_reach router kept walk alone through the touch (0/10)."""
     seed: int = 0
     """Seed of collection, training and evaluation."""
     world_model: WorldModelConfig = field(default_factory=_default_world_model)
@@ -172,6 +176,8 @@ def prepare_context(config: RouterTrainConfig, experts_dir: Path, resolver=None,
     scored = score_prior(scorer, resolution.instruction, expert_catalog(experts), scene, config.router.prior_temperature)
     phases = sequence_priors(scorer, scene.objective, expert_catalog(experts), scene, config.router.prior_temperature)
     prior = scored.prior if phases is None else phases[0]
+    if phases is not None:  # the labels are what tells the phases apart: they decay more slowly
+        config = replace(config, router=replace(config.router, vlm_decay=max(config.router.vlm_decay, config.sequence_vlm_decay)))
     return Context(config, resolution, experts, scene, record, text, prior, scored.source, scored.record, phases)
 
 
@@ -272,12 +278,22 @@ def train_wm(ctx: Context, buffer_path: Path, heldout_path: Path, steps: int, pa
 
 
 def router_batches(ctx: Context, buffer, count: int, seed: int):
-    """`count` batches of real start states from the buffer, with the task's text and prior."""
+    """`count` batches of real start states from the buffer, with the task's text and prior. A sequence's batches
+    hold each phase the buffer reached in equal shares: the later phases are a few percent of the states (walk_reach:
+    the experts' rollouts reach the touch in a fraction of the steps), and their labels are what teaches the switch."""
     rng = np.random.default_rng(seed)
     rows = np.flatnonzero(buffer.episode >= 0)
-    text = np.broadcast_to(ctx.text, (ctx.config.batch_size, ctx.text.size))
+    groups = [rows]
+    if ctx.phase_priors is not None:
+        from metaworld_x.routing.scripted import phase_of
+
+        phases = np.minimum(phase_of(buffer.obs[rows]), len(ctx.phase_priors) - 1)
+        groups = [rows[phases == p] for p in range(len(ctx.phase_priors)) if (phases == p).any()]
+    size = ctx.config.batch_size
+    text = np.broadcast_to(ctx.text, (size, ctx.text.size))
     for _ in range(count):
-        obs = buffer.obs[rng.choice(rows, size=ctx.config.batch_size)]
+        shares = np.array_split(np.arange(size), len(groups))
+        obs = buffer.obs[np.concatenate([rng.choice(g, size=len(s)) for g, s in zip(groups, shares)])]
         yield {"obs": obs, "text": text, "prior": batch_prior(ctx, obs)}
 
 
@@ -469,6 +485,7 @@ def run_pipeline(config: RouterTrainConfig, experts_dir: Path, run_dir: Path, ou
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     wall = time.perf_counter()
     ctx = prepare_context(config, experts_dir, vlm_cache=vlm_cache)
+    config = ctx.config  # with the settings the task calls for (a sequence's slower decay)
     task = ctx.resolution.task
     run_dir = run_dir / task.name
     context_record = json.loads(json.dumps({"task": task.name, "instruction": ctx.resolution.instruction,
