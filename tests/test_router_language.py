@@ -17,6 +17,12 @@ ISSUE_INSTRUCTIONS = {
     "run": "run forward",
     "crawl": "crawl through the tunnel",
     "reach": "reach for the target with your right hand",
+    "walk_sit": "walk to the chair and sit down",
+    "run_crawl": "run to the tunnel and crawl through it",
+    "walk_reach": "walk to the target and touch it with your right hand",
+    "rise_walk": "get up from the chair and walk forward 3 m",
+    "walk_push": "walk to the table and push the box onto the marker",
+    "door_sit": "open the door, walk through and sit on the chair beyond it",
 }
 
 

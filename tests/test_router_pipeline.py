@@ -71,4 +71,4 @@ def test_eval_router_refuses_a_different_expert_set(trained, two_experts, tmp_pa
     (tmp_path / "walk").symlink_to(two_experts / "walk", target_is_directory=True)
     assert main(["eval", "router", "--router-dir", str(folder.parent), "--experts-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "missing: walk_b" in err and len(err.strip().splitlines()) == 1
+    assert "needs the expert(s) walk_b, missing from" in err and len(err.strip().splitlines()) == 1
