@@ -118,13 +118,6 @@ def write_plots(runner: EpisodeRunner, stem: Path) -> list[Path]:
     return written
 
 
-def handovers(names, weights, control_dt: float) -> str:
-    """`walk 0.0 s -> stand 2.4 s`: the dominant expert over an episode's weights [T][K] and when each took over."""
-    dominant = np.argmax(np.stack(weights), axis=-1)
-    starts = [0] + [t for t in range(1, len(dominant)) if dominant[t] != dominant[t - 1]]
-    return " -> ".join(f"{names[dominant[t]]} {t * control_dt:.1f} s" for t in starts)
-
-
 def outcome_lines(runner: EpisodeRunner) -> list[str]:
     """The result as `success: true|false` and `return: <float>`, plus a note when the episode was cut short."""
     log = runner.log
@@ -132,7 +125,10 @@ def outcome_lines(runner: EpisodeRunner) -> list[str]:
     if log.keypoint_errors:
         lines.append(f"tracking error: {np.mean(log.keypoint_errors) * 100:.1f} cm (mean keypoint, relative to the root)")
     if runner.scenario.routed and log.weights:
-        lines.append(f"experts: {handovers(runner.scenario.controller.expert_names, log.weights, runner.control_dt)}")
+        from metaworld_x.routing.rollouts import handover_line, switch_times
+
+        switches = switch_times(np.stack(log.weights), runner.control_dt)
+        lines.append(f"experts: {handover_line(runner.scenario.controller.expert_names, switches)}")
     ended = log.reason if log.reason != "none" else f"cut at {log.steps} of {runner.episode_length} steps"
     lines.append(f"episode: {log.steps} steps, {ended}")
     if log.reason == "none" and not log.success:

@@ -123,21 +123,19 @@ class SkillMatcher:
         """The skill of each clause (one call of the encoder for all of them)."""
         embedded = np.asarray(self._encoder._embed([without_props(c) for c in clauses]))
         out = []
-        for clause, vector in zip(clauses, embedded):
-            cosine = vector @ self._phrases.T
-            scores = np.asarray([cosine[self._owner == k].max() for k in range(len(SKILLS))])
+        for clause, scores in zip(clauses, self._scores(embedded)):
             best = int(np.argmax(scores))
             if scores[best] < MIN_SKILL_SCORE:
                 raise UserError(f"the robot cannot {clause!r}: it can {can_do()}; ask for these in turn")
             out.append(SKILLS[best])
         return out
 
-    def scores(self, clause: str) -> np.ndarray:
-        """[len(SKILLS)] best cosine of `clause`, its props' names replaced by "it", against each skill's phrases.
-        The nouns are the composer's to read (`clause_prop`): left in, they outweigh the verb ("walk to the chair"
-        came out closer to "sit on the chair" than to "walk to it")."""
-        cosine = np.asarray(self._encoder._embed([without_props(clause)]))[0] @ self._phrases.T
-        return np.asarray([cosine[self._owner == k].max() for k in range(len(SKILLS))])
+    def _scores(self, embedded: np.ndarray) -> np.ndarray:
+        """[N, len(SKILLS)] best cosine of each embedded clause [N, D] against each skill's phrases. The clauses
+        have their props' names replaced by "it": the nouns are the composer's to read (`clause_prop`), and left
+        in they outweigh the verb ("walk to the chair" came out closer to "sit on the chair" than to "walk to it")."""
+        cosine = embedded @ self._phrases.T
+        return np.stack([cosine[:, self._owner == k].max(axis=1) for k in range(len(SKILLS))], axis=1)
 
     def skill(self, clause: str) -> Skill:
         return self.skills([clause])[0]
@@ -223,33 +221,28 @@ def _add(layout: _Layout, clause: str, skill: str, prop: str | None, first: bool
             stop = _place(layout, "chair", approach=True)
             goals.append(Subgoal("arrive", "walk", "walk to the chair", "chair", (stop, 0.0, 0.0)))
             layout.x = stop
-        elif "chair" not in layout.placements:  # a chair right behind the robot, as the sit scene has it
+        else:  # a chair right behind the robot, as the sit scene has it, unless one is there
             _place(layout, "chair", approach=False)
         if layout.chair_facing_robot and not (goals and goals[-1].kind == "turn"):
-
             goals.append(Subgoal("turn", "turn", "turn round", "chair"))
         goals.append(Subgoal("seated", "sit", clause, "chair"))
         return
     if skill == "crawl":
-        if "tunnel" not in layout.placements:
-            _place(layout, "tunnel", approach=False)
+        _place(layout, "tunnel", approach=False)
         goals.append(Subgoal("through", "crawl", clause, "tunnel"))
         layout.x = layout.placements["tunnel"].pos[0] + TUNNEL_LENGTH + 0.5
         return
     if skill == "reach_one_hand":
-        if "target" not in layout.placements:
-            _place(layout, "target", approach=False)
+        _place(layout, "target", approach=False)
         point = layout.placements["target"].pos
         goals.append(Subgoal("touch", "reach_one_hand", clause, "target", point, radius=0.05))
         return
     if skill == "push":
-        if "table" not in layout.placements:
-            _place(layout, "table", approach=False)
+        _place(layout, "table", approach=False)
         goals.append(Subgoal("on_marker", "push", clause, "box"))
         return
     if skill == "door":
-        if "door" not in layout.placements:
-            _place(layout, "door", approach=False)
+        _place(layout, "door", approach=False)
         goals.append(Subgoal("door", "door", clause, "door"))
         layout.x = layout.placements["door"].pos[0] + 1.2  # the door_through site
         return

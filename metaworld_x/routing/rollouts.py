@@ -203,6 +203,18 @@ def collect(runner: SceneRunner, behaviour: Behaviour, key: jax.Array, steps: in
     return arrays
 
 
+def switch_times(weights, control_dt: float) -> list[tuple[int, float]]:
+    """[(expert index, time it took over in s)]: the dominant expert over one episode's weights [T, K]."""
+    dominant = np.argmax(np.asarray(weights), axis=-1)
+    changes = [0] + [t for t in range(1, len(dominant)) if dominant[t] != dominant[t - 1]]
+    return [(int(dominant[t]), t * control_dt) for t in changes]
+
+
+def handover_line(names, switches) -> str:
+    """`walk 0.0 s -> sit 4.2 s` of `switch_times`' output."""
+    return " -> ".join(f"{names[k]} {t:.1f} s" for k, t in switches)
+
+
 FALL_WINDOW_S = 2.0
 """A fall this soon (s) after the dominant expert changed counts against that handover."""
 
@@ -223,9 +235,7 @@ class EpisodeResults:
 
     def switches(self, b: int) -> list[tuple[int, float]]:
         """[(expert index, time it took over in s)] of world b: the dominant expert over its episode."""
-        dominant = np.argmax(np.nan_to_num(self.weights[: self.length[b], b], nan=-1.0), axis=-1)
-        changes = [0] + [t for t in range(1, len(dominant)) if dominant[t] != dominant[t - 1]]
-        return [(int(dominant[t]), t * self.control_dt) for t in changes]
+        return switch_times(self.weights[: self.length[b], b], self.control_dt)
 
     def subgoal_times(self, b: int) -> list[float | None]:
         """Seconds at which world b reached each sub-goal (None: not reached)."""

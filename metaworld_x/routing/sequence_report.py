@@ -14,7 +14,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from metaworld_x.routing.rollouts import FALL_WINDOW_S, EpisodeResults
+from metaworld_x.routing.rollouts import FALL_WINDOW_S, EpisodeResults, handover_line
 
 
 def subgoal_summary(results: EpisodeResults, subgoals) -> list[dict]:
@@ -29,7 +29,7 @@ def subgoal_summary(results: EpisodeResults, subgoals) -> list[dict]:
 
 def experts_line(results: EpisodeResults, names, world: int = 0) -> str:
     """`walk 0.0 s -> sit 4.2 s`: world `world`'s dominant expert and the time it took over."""
-    return " -> ".join(f"{names[k]} {t:.1f} s" for k, t in results.switches(world))
+    return handover_line(names, results.switches(world))
 
 
 def sequence_record(results: EpisodeResults, names, subgoals) -> dict:

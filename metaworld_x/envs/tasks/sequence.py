@@ -235,13 +235,10 @@ class Sequence(Task):
     def steer_point(self, view, info):
         """(world point [2], active): where locomotion experts are steered: the current sub-goal's point, while it is
         one of STEERED and more than STEER_STOP away."""
-        points = jnp.asarray([self._steer_of(g) for g in self.subgoals], jnp.float32)
+        points = jnp.asarray([self._point_of(g)[:2] for g in self.subgoals], jnp.float32)
         steers = jnp.asarray([g.kind in STEERED for g in self.subgoals])
         index = jnp.minimum(info["phase"], len(self.subgoals) - 1)
         return points[index], steers[index] & (jnp.linalg.norm(points[index] - view.root_pos[:2]) > STEER_STOP)
-
-    def _steer_of(self, goal: Subgoal) -> tuple[float, float]:
-        return tuple(self._point_of(goal)[:2])
 
     def _point_of(self, goal: Subgoal) -> tuple[float, float, float]:
         if goal.kind in ("arrive", "walked", "touch") or goal.prop is None:
@@ -270,11 +267,9 @@ def check_subgoals(subgoals: tuple[Subgoal, ...], props: tuple[str, ...]) -> Non
     """A UserError unless 1..MAX_SUBGOALS sub-goals, each about a prop the scene holds."""
     if not 1 <= len(subgoals) <= MAX_SUBGOALS:
         raise UserError(f"a sequence has 1 to {MAX_SUBGOALS} sub-goals, got {len(subgoals)}")
-    needs = {"seated": "chair", "through": None, "touch": "target", "on_marker": "marker", "door": "door"}
+    needs = {"seated": "chair", "touch": "target", "on_marker": "marker", "door": "door"}  # else the goal's own prop
     for goal in subgoals:
         prop = needs.get(goal.kind, goal.prop)
-        if goal.kind == "through":
-            prop = goal.prop
         if prop is not None and prop not in props:
             raise UserError(f"sub-goal {goal.kind!r} ({goal.clause!r}) needs a {prop} in the scene; it has {list(props)}")
 
