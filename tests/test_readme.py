@@ -176,4 +176,5 @@ def test_headline_play_command_records_the_shipped_router_to_a_video(tmp_path, p
     assert "headless" not in result.stdout and "no instruction given" not in result.stdout  # --video asks for no window
     assert any(line.startswith("playing router fetch, seed 1: fetch scene") for line in result.stdout.splitlines())
     _check_outcome_and_video(result.stdout, tmp_path / "fetch.mp4", (96, 160))
+    assert "experts: carry 0.0 s" in result.stdout.splitlines(), "the router runs carry alone from the start"
     assert (tmp_path / "fetch_weights.png").stat().st_size > 0
