@@ -19,8 +19,9 @@ class Play:
 
     Without an instruction it plays the flagship task, fetch (the instruction's default below).
 
-    With a display and neither --video nor --gif, the interactive viewer opens.
-    Otherwise the episode is rendered off-screen. Either way the outcome is
+    With a display and neither --video nor --gif, MuJoCo Studio's viewer opens, with a panel to re-instruct the
+    robot, pause, shove it and watch the expert weights. --web serves the same viewer to a browser instead (no
+    display needed) and prints its URL. Otherwise the episode is rendered off-screen. Each episode's outcome is
     printed as `success: true|false` and `return: <float>`.
     """
 
@@ -43,6 +44,15 @@ class Play:
     """Control steps to play (50 per second); default: one whole episode."""
     headless: bool = False
     """Never open a window, even with a display."""
+    web: bool = False
+    """Serve the viewer to a browser instead of opening a window (works without a display); prints the URL."""
+    host: str = "127.0.0.1"
+    """Where --web listens: 127.0.0.1 is this machine only (watch from elsewhere through `ssh -L`); 0.0.0.0 is the
+    whole network, and the page has no authentication."""
+    port: int = 0
+    """--web's port; 0 takes the first free one from 8080."""
+    classic: bool = False
+    """Open MuJoCo's classic passive viewer (keys, no panels) instead of Studio."""
     plots: bool = True
     """Write PNG plots next to the video: tracking error per body part (expert) and expert weights (router)."""
     width: int = 640
@@ -87,12 +97,30 @@ class Play:
             check_writable(check_video_path(self.video, ".mp4", "--video"), "--video")
         if self.gif is not None:
             check_writable(check_video_path(self.gif, ".gif", "--gif"), "--gif")
-        if self.video is None and self.gif is None:
+        self._check_viewer()
+        if self.video is None and self.gif is None and not self.web:
             from metaworld_x.play.session import DEFAULT_HEADLESS_VIDEO
             from metaworld_x.play.viewer import display_problem
 
             if self.headless or display_problem() is not None:  # the run records DEFAULT_HEADLESS_VIDEO
                 check_writable(DEFAULT_HEADLESS_VIDEO, "--video's default")
+
+
+    def _check_viewer(self) -> None:
+        """Refuse viewer options that contradict each other, and a --web address that cannot be listened on."""
+        if not self.web:
+            if self.host != Play.host or self.port != Play.port:
+                raise UserError("--host and --port say where --web serves the viewer; add --web")
+            return
+        for flag, given in (("--video", self.video), ("--gif", self.gif)):
+            if given is not None:
+                raise UserError(f"--web serves the run live while {flag} records it headless; choose one")
+        if self.headless or self.classic:
+            flag = "--headless" if self.headless else "--classic"
+            raise UserError(f"--web serves Studio's viewer to a browser; {flag} asks for another; choose one")
+        from metaworld_x.play.studio import check_listen
+
+        check_listen(self.host, self.port)
 
 
 def _check_readable(instruction: str) -> None:

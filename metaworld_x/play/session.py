@@ -1,4 +1,5 @@
-"""One `metaworld-x play` run: choose the scenario, then the viewer or a headless recording."""
+"""One `metaworld-x play` run: choose the scenario, then Studio (a window or a browser), the classic viewer, or a
+headless recording."""
 
 from pathlib import Path
 
@@ -37,7 +38,7 @@ def play(config) -> None:
     if config.motion is not None:
         motion_path(config.motion)
     video = config.video
-    if video is None and config.gif is None:
+    if video is None and config.gif is None and not config.web:
         problem = display_problem()
         if config.headless:
             video = DEFAULT_HEADLESS_VIDEO
@@ -51,7 +52,7 @@ def play(config) -> None:
     print(f"playing {scenario.title}, seed {config.seed}: {scenario.task.scene} scene, "
           f"{runner.episode_length} steps per episode at {1 / runner.control_dt:g} Hz")
 
-    if video is None and config.gif is None:
+    if video is None and config.gif is None and config.classic:
         from metaworld_x.play.viewer import ViewerUnavailable, run_viewer
 
         try:
@@ -59,6 +60,14 @@ def play(config) -> None:
             return
         except ViewerUnavailable as error:
             video = _headless(f"no viewer window ({error})")
+    elif video is None and config.gif is None:
+        from metaworld_x.play.studio import StudioUnavailable
+
+        try:
+            play_in_studio(config, runner, ghost)
+            return
+        except StudioUnavailable as error:
+            video = _headless(f"no Studio window ({error})")
 
     from metaworld_x.play.headless import RecordOptions, outcome_lines, record_episode
 
@@ -73,3 +82,64 @@ def play(config) -> None:
     for path in written:
         print(f"wrote {path}")
     print("\n".join(outcome_lines(runner)))
+
+
+def router_task_of(router_dir: Path):
+    """instruction -> the task it asks for: a shipped router's own wording by exact match, else the text encoder's."""
+    from metaworld_x.play.router_controller import _shipped
+
+    resolver = None
+
+    def task_of(text: str) -> str:
+        nonlocal resolver
+        exact = next((task for task, record in _shipped(router_dir).items() if record.get("instruction") == text), None)
+        if exact is not None:
+            return exact
+        if resolver is None:
+            from metaworld_x.routing.language import TaskResolver
+
+            resolver = TaskResolver()
+        return resolver.resolve(text).task.name
+
+    return task_of
+
+
+def live_session(config, runner, ghost=None):
+    """The LiveSession of `config`: the router's re-plans an instruction (possibly into another scene), an expert's
+    only notes it."""
+    from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
+    from metaworld_x.play.live_session import LiveSession, Replanner
+    from metaworld_x.play.scenario import router_scenario
+
+    replanner = None
+    if config.expert is None:
+        router_dir, experts_dir = config.router_dir or ROUTER_DIR, config.experts_dir or EXPERTS_DIR
+        ghost_for = None
+        if config.motion is not None:
+            from metaworld_x.play.ghost import Ghost, load_reference
+
+            def ghost_for(model):
+                return Ghost(model, load_reference(config.motion, model), config.motion_offset, config.motion)
+
+        replanner = Replanner(router_task_of(router_dir), lambda text: router_scenario(text, router_dir, experts_dir),
+                              ghost_for)
+    return LiveSession(runner, config.task_instruction, replanner, ghost, config.steps)
+
+
+def play_in_studio(config, runner, ghost=None) -> None:
+    """Play live in Studio, in its window or (--web) served to a browser, until it closes."""
+    from metaworld_x.play import studio
+    from metaworld_x.play.headless import outcome_lines
+
+    session = live_session(config, runner, ghost)
+    if config.web and not studio.is_loopback(config.host):
+        print(studio.network_warning(config.host))
+    run = studio.start(session, web=config.web, host=config.host, port=config.port)
+    if run.url is not None:
+        print(f"web viewer: {run.url}")
+        if studio.is_loopback(config.host):
+            print(studio.tunnel_hint(run.port))
+    print("type an instruction in the panel's box and press Enter to re-plan; close the viewer or Ctrl+C to stop")
+    run.run()
+    if session.runner.log.steps:  # the episode in progress when the viewer closed
+        print("\n".join(outcome_lines(session.runner)))
