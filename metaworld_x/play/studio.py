@@ -142,7 +142,7 @@ def start(session: LiveSession, web: bool, host: str = LOOPBACK, port: int = 0, 
         handle = launch_native.launch(viewer_protocol.ViewerConfig(title=title), plugins=[app, panels, loop])
     _wait_for_viewer(handle, panels)
     publish(handle, session.runner)
-    url = f"http://{'localhost' if host in (LOOPBACK, 'localhost') else host}:{panels.viewer.port}/" if web else None
+    url = f"http://{LOOPBACK if is_loopback(host) else host}:{panels.viewer.port}/" if web else None
     return StudioRun(handle, panels, session, url)
 
 
