@@ -1,9 +1,9 @@
 """`metaworld-x play --web` in a real headless browser: the page loads, the scene moves, a typed instruction re-plans.
 
 The session plays an untrained router over two copies of the walk expert in
-the `stand` scene; typing `run forward` (the wording of a second router, for
-`run`) must rebuild the scene in place and change the task the session
-reports. Chromium is Debian's (`apt-get install chromium`) or Playwright's
+the `stand` scene; typing `run` (the wording a second router, for the `run`
+task, was saved with) must rebuild the scene in place and change the task the
+session reports. Chromium is Debian's (`apt-get install chromium`) or Playwright's
 (`playwright install chromium`), driven by Playwright; without one the test
 skips and says which is missing.
 """
@@ -22,7 +22,7 @@ import pytest
 from metaworld_x.paths import EXPERTS_DIR
 
 CHROMIUM_FLAGS = ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"]
-VIEWPORT = {"width": 1200, "height": 760}
+VIEWPORT = {"width": 900, "height": 640}
 SCENE_LEFT = 440
 """Pixels left of this column show the panel; right of it the 3D scene."""
 
@@ -49,7 +49,7 @@ def _free_port() -> int:
 
 
 def _routers(root):
-    """experts/{walk, walk_twin} and untrained routers for `stand` ("stand still") and `run` ("run forward")."""
+    """experts/{walk, walk_twin} and untrained routers for `stand` ("stand still") and `run` ("run")."""
     from metaworld_x.envs.expert import make_env
     from metaworld_x.envs.tasks import make_task
     from metaworld_x.routing import Router, RouterConfig, save_router
@@ -62,7 +62,7 @@ def _routers(root):
         (experts_dir / name).symlink_to(EXPERTS_DIR / "walk", target_is_directory=True)
     dirs = {p.name: p for p in sorted(experts_dir.iterdir())}
     experts = ExpertSet.load(dirs)
-    for task, instruction in (("stand", "stand still"), ("run", "run forward")):
+    for task, instruction in (("stand", "stand still"), ("run", "run")):
         scene, _ = build_expert_scene(make_task(task), dirs, dict(zip(experts.names, experts.specs)))
         obs_size = make_env(scene, 1, "cpu", nthread=1).reset(jax.random.PRNGKey(0)).obs["state"].shape[-1]
         router = Router(RouterConfig(hidden=(16,)), obs_size, 8, experts.names)
@@ -105,12 +105,14 @@ def test_web_viewer_in_a_browser_shows_the_scene_and_takes_a_new_instruction(tmp
     from metaworld_x.cli.play import Play
     from metaworld_x.play import studio
     from metaworld_x.play.episode import EpisodeRunner
+    from metaworld_x.play.live_session import warm_up
     from metaworld_x.play.scenario import router_scenario
     from metaworld_x.play.session import live_session
 
     experts_dir, router_dir = _routers(tmp_path)
     config = Play(instruction="stand still", experts_dir=experts_dir, router_dir=router_dir, web=True)
     runner = EpisodeRunner(router_scenario("stand still", router_dir, experts_dir))
+    warm_up(runner)  # as `play` does before the viewer opens
     session = live_session(config, runner)
     session.announce = lambda line: None
     run = studio.start(session, web=True, port=_free_port())
@@ -124,7 +126,7 @@ def test_web_viewer_in_a_browser_shows_the_scene_and_takes_a_new_instruction(tmp
             page = browser.new_page(viewport=VIEWPORT)
             with page.expect_console_message(lambda m: "First remote draw frame" in m.text, timeout=30_000):
                 page.goto(run.url)
-            assert _until(lambda: session.played > 25, 20.0)
+            assert _until(lambda: session.played > 10, 20.0)
             first = _scene(page.screenshot())
             time.sleep(1.5)
             second = _scene(page.screenshot())
@@ -137,13 +139,13 @@ def test_web_viewer_in_a_browser_shows_the_scene_and_takes_a_new_instruction(tmp
             # a late frame sees a key held long enough to repeat: select all, then one Backspace empties the box
             page.keyboard.press("Control+A")
             _press(page, run.panels, "Backspace", "")
-            for char in "run forward":
+            for char in "run":
                 _press(page, run.panels, "Space" if char == " " else char, run.panels.draft + char)
             page.keyboard.press("Enter")
             assert _until(lambda: session.report().task == "run", 60.0), session.line
-            assert session.report().instruction == "run forward" and session.report().title == "router run"
+            assert session.report().instruction == "run" and session.report().title == "router run"
             steps = session.played
-            assert _until(lambda: session.played > steps + 10, 20.0), "the rebuilt scene does not play"
+            assert _until(lambda: session.played > steps + 5, 20.0), "the rebuilt scene does not play"
             browser.close()
     finally:
         session.steps = session.played  # ends the control loop, which closes the viewer

@@ -49,6 +49,13 @@ def tick_subgoals(reached: tuple[bool, ...], names: tuple[str, ...], metrics: di
                  for was, name in zip(reached, names))
 
 
+def warm_up(runner: EpisodeRunner) -> None:
+    """Compile the runner's controller and env with one step, then restart its episode from the same seed, so the
+    first step in play does not stall the control loop."""
+    runner.step()
+    runner.reset(runner.seed)
+
+
 def task_name(scenario) -> str:
     """The task a scenario plays: the router's task, or the expert's title."""
     return getattr(scenario.controller, "task", scenario.title)
@@ -172,7 +179,7 @@ class Replanner:
             return Replan(text, runner.scenario.controller.instruct(text))
         scenario = self.build(text)
         new = EpisodeRunner(scenario, seed=runner.seed)
-        new.scenario.controller.decide(new.state)  # compiled here, so the swap never stalls the control loop
+        warm_up(new)  # compiled here, so the swap never stalls the control loop
         ghost = self.ghost_for(new.model) if self.ghost_for is not None else None
         return Replan(text, f"new scene: {scenario.title} ({new.episode_length} steps per episode)", new, ghost)
 

@@ -131,6 +131,9 @@ def play_in_studio(config, runner, ghost=None) -> None:
     from metaworld_x.play import studio
     from metaworld_x.play.headless import outcome_lines
 
+    from metaworld_x.play.live_session import warm_up
+
+    warm_up(runner)
     session = live_session(config, runner, ghost)
     if config.web and not studio.is_loopback(config.host):
         print(studio.network_warning(config.host))

@@ -15,6 +15,8 @@ from metaworld_x.play.studio_messages import GhostEvent, InstructEvent, ReportSn
 
 IDLE_SLEEP_S = 0.005
 """The longest the loop sleeps between checks for a due step or a message from the panels."""
+REPORT_PERIOD_S = 0.05
+"""How often at most the panels get a report while play runs: more often than this no one reads."""
 IDLE_REPORT_S = 0.1
 """How often the panels hear from a loop that is not stepping (paused, or waiting for the next step)."""
 
@@ -54,10 +56,12 @@ class PlaySim(plugin.SimPlugin):
     @messages.handler
     def _on_step(self, _: messages.StepEvent) -> None:
         session = self.session
+        since = time.monotonic() - self._reported
         if session.tick():
             session.runner.sync_data()
-            self._report()
-        elif time.monotonic() - self._reported > IDLE_REPORT_S:
+            if since > REPORT_PERIOD_S:
+                self._report()
+        elif since > IDLE_REPORT_S:
             self._report()
         # sleep, never spin: the viewer threads need the GIL to draw
         time.sleep(min(max(session.wait(), 0.0005), IDLE_SLEEP_S))
