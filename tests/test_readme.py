@@ -38,6 +38,9 @@ HOW_TESTED = (
     ("python -m pytest", "not run: it is the test suite"),
     (SETUP_PLAY + EXACT, "run here: test_setup_play_command_runs_headless_and_records_a_varied_video"),
     (HEADLINE_PLAY, "run here: test_headline_play_command_records_the_shipped_router_to_a_video"),
+    ("metaworld-x play --web", "parsed here; serves until closed: the web viewer in headless Chromium is "
+     "tests/test_play_browser.py"),
+    ("ssh -L", "not run: tunnels to another machine"),
     ("metaworld-x play --expert walk --motion walk", "run, cut to 8 steps, by "
      "tests/test_play.py::test_the_same_seed_plays_the_same_episode"),
     ("metaworld-x play --expert walk --steps 150 --gif", "parsed here; the --expert path with --seed runs in "

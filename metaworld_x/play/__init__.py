@@ -14,8 +14,15 @@ One idea per module:
 - `video`: atomic .mp4 / .gif writing.
 - `plots`: tracking error per body part and expert weights over time (PNG).
 - `headless`: an episode rendered to video and plots, outcome printed.
-- `viewer`: the interactive MuJoCo viewer loop with keys.
-- `prompt`: the terminal thread that reads new instructions.
+- `live_session`: a live run's state (pacing, pause, shove, re-planning an
+  instruction, possibly into another scene) and the report a viewer shows.
+- `weights_history`: the last seconds of expert weights and their switches.
+- `studio`: MuJoCo Studio's native window, or its web viewer (`--web`).
+- `studio_sim`: the control loop as a Studio sim plugin.
+- `studio_panels`: `play`'s panel in Studio (a viewer plugin).
+- `studio_messages`: what the panel and the control loop exchange.
+- `viewer`: the classic MuJoCo viewer loop with keys (`--classic`).
+- `prompt`: the terminal thread that reads new instructions (classic viewer).
 
 Nothing here is imported by `import metaworld_x`; the CLI imports it inside
 `run()`.

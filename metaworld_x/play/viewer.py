@@ -1,4 +1,4 @@
-"""The interactive viewer: MuJoCo's passive viewer driven by the episode runner.
+"""The classic viewer (`play --classic`): MuJoCo's passive viewer driven by the episode runner.
 
 Keys (MuJoCo's viewer binds every letter to a visual option, so play uses
 keys it leaves free or uses for the same purpose):
