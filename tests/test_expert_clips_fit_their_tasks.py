@@ -147,7 +147,7 @@ CLIP_FALLS_SHORT: dict[str, str] = {}
 
 
 @pytest.mark.skipif(not (MOTIONS_DIR / "push.npz").is_file(), reason="the shipped clip library is missing")
-@pytest.mark.parametrize("skill", ["carry", "push", "door"])
+@pytest.mark.parametrize("skill", ["carry", "push", "door", "rise", "turn"])
 def test_the_clip_played_perfectly_meets_the_objectives_success(skill):
     task = expert_task(EXPERTS[skill])
     steps = int(float(task.reference.duration(0)) / task.control_dt) + 1

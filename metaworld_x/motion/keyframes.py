@@ -1,4 +1,4 @@
-"""Keyframed reference clips for skills with no human clip here (sit, reach, push, door).
+"""Keyframed reference clips for skills with no human clip here (sit, rise, reach, push, door).
 
 A clip is a few key poses, each the pelvis pose plus where the hands and the
 soles should be, at given times. Between keys every target moves on a
@@ -21,6 +21,7 @@ scenes put the chair's seat centre at x = -0.3, top at 0.46 m).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import mujoco
@@ -61,6 +62,11 @@ class KeyPose:
     left_foot: Vec | None = None
     """Left sole centre (m); its z is 0 when standing."""
     right_foot: Vec | None = None
+    left_foot_yaw: float | None = None
+    """Left sole's heading (rad); None: the pelvis's. A foot that steps round in a turn turns before the pelvis does."""
+    right_foot_yaw: float | None = None
+    home_hands: bool = False
+    """Hands not given here go back to where the home pose has them (True), or keep the previous key's (False)."""
     props: tuple[tuple[str, tuple[float, ...]], ...] = ()
     """(scene joint, its qpos) of props the skill moves, e.g. (("door_hinge", (0.7,)),); a joint left
     out keeps its state from the previous key, so the first key gives every joint a later key gives."""
@@ -128,15 +134,22 @@ def key_tracks(clip: KeyframeClip, home: dict[str, np.ndarray], fps: float) -> d
         raise UserError(
             f"keyframed clip {clip.skill!r}: the first key must give the state of every prop joint; it lacks {sorted(late)}"
         )
-    values: dict[str, list[np.ndarray]] = {name: [] for name in ("pelvis", "rpy", "torso_yaw", *points, *props)}
+    foot_yaws = [f"{side}_foot_yaw" for side in SIDES]
+    values: dict[str, list[np.ndarray]] = {
+        name: [] for name in ("pelvis", "rpy", "torso_yaw", *foot_yaws, *points, *props)
+    }
     last = {name: home[name] for name in points}
     for key in keys:
         values["pelvis"].append(np.array(key.pelvis, dtype=float))
         values["rpy"].append(np.array(key.pelvis_rpy, dtype=float))
         values["torso_yaw"].append(np.array([key.torso_yaw]))
+        for name in foot_yaws:
+            given = getattr(key, name)
+            values[name].append(np.array([key.pelvis_rpy[2] if given is None else given]))
         for name in points:
             given = getattr(key, name)
-            last[name] = last[name] if given is None else np.array(given, dtype=float)
+            kept = home[name] if key.home_hands and name.endswith("_hand") else last[name]
+            last[name] = kept if given is None else np.array(given, dtype=float)
             values[name].append(last[name])
         last.update({PROP_TRACK + joint: np.array(qpos, dtype=float) for joint, qpos in key.props})
         for name in props:
@@ -170,7 +183,7 @@ def keyframe_targets(clip: KeyframeClip, model: mujoco.MjModel, fps: float) -> S
     foot_rot = {}
     for side in SIDES:
         sole = tracks[f"{side}_foot"]
-        yaw = np.array([_rpy_matrix(0.0, 0.0, rpy[2]) for rpy in tracks["rpy"]])
+        yaw = np.array([_rpy_matrix(0.0, 0.0, heading[0]) for heading in tracks[f"{side}_foot_yaw"]])
         foot_rot[side] = yaw
         ankle = sole - np.einsum("tij,j->ti", yaw, robot.sole)
         hip = trunk(f"{side}_hip", pelvis_rot)
@@ -283,6 +296,9 @@ def _pose(time: float, pelvis: Vec, rpy: Vec = (0.0, 0.0, 0.0), **points) -> Key
 
 
 STAND_PELVIS: Vec = (0.0, 0.0, 0.98)
+# Seated on the chair scene's seat: where the sit clip ends and the rise clip begins.
+SEATED_PELVIS: Vec = (-0.28, 0.0, 0.78)
+SEATED_HANDS: tuple[Vec, Vec] = ((0.08, 0.26, 0.72), (0.08, -0.26, 0.72))
 
 # The one-hand reach: the shared mocap has none (DeepMimic's punch lunges 1.3 m and asks the right shoulder
 # for 1.05 of its half range, and a policy never learned it). Here the pelvis sinks 2 cm and leans 0.1 rad so
@@ -416,6 +432,72 @@ def door_keys() -> tuple[KeyPose, ...]:
         ))
     return tuple(keys)
 
+TURN_STEPS = 7  # footsteps of the turn on the spot: 30° each, left foot first, the last one closing the stance
+
+
+def turn_keys(turn: float = math.pi, steps: int = TURN_STEPS) -> tuple[KeyPose, ...]:
+    """Key poses of turning on the spot by `turn` (rad, positive: to the left) in `steps` footsteps, one every
+    two key steps as in the door clip (lift, mid-step, land), each foot turned where it lands.
+
+    The stepping foot leads: the left for a left turn. Each lands at the next
+    heading (`turn / (steps - 1)` further), placed where the home pose would
+    have it at that heading, about the start's ground point; the last step
+    closes the stance at the final heading. The pelvis keeps the mean of the
+    feet's headings, stands over their midpoint and shifts over the stance
+    foot at mid-step."""
+    order = ("left", "right") if turn >= 0 else ("right", "left")
+    increment = turn / (steps - 1)
+    headings = {"left": 0.0, "right": 0.0}
+    side_sign = {"left": 1.0, "right": -1.0}
+
+    def sole(side: str, heading: float) -> np.ndarray:
+        c, s = math.cos(heading), math.sin(heading)
+        x, y = HOME_SOLE[0], side_sign[side] * HOME_SOLE[1]
+        return np.array([c * x - s * y, s * x + c * y, 0.0])
+
+    feet = {side: sole(side, 0.0) for side in SIDES}
+    keys = [_pose(0.0, STAND_PELVIS)]
+    time = 0.5
+    for step in range(steps):
+        side = order[step % 2]
+        other = order[(step + 1) % 2]
+        target = headings[other] if step == steps - 1 else (step + 1) * increment
+        landing = sole(side, target)
+        for phase in ("mid", "land"):
+            time += _KEY_STEP
+            if phase == "mid":
+                heading = 0.5 * (headings[side] + target)
+                swing = 0.5 * (feet[side] + landing) + np.array([0.0, 0.0, _LIFT])
+                placed = {side: swing, other: feet[other]}
+                yaws = {side: heading, other: headings[other]}
+            else:
+                feet[side], headings[side] = landing, target
+                placed, yaws = dict(feet), dict(headings)
+            pelvis_yaw = 0.5 * (yaws["left"] + yaws["right"])
+            ground = 0.5 * (placed["left"] + placed["right"])
+            ground[2] = 0.0
+            forward = np.array([math.cos(pelvis_yaw), math.sin(pelvis_yaw), 0.0])
+            pelvis = ground - HOME_SOLE[0] * forward + np.array([0.0, 0.0, STAND_PELVIS[2]])
+            if phase == "mid":  # over the stance foot
+                towards = placed[other][:2] - ground[:2]
+                pelvis[:2] += _SWAY * towards / max(np.linalg.norm(towards), 1e-9)
+            point = lambda v: tuple(float(c) for c in v)
+            keys.append(KeyPose(
+                float(time), point(pelvis), (0.0, 0.0, pelvis_yaw), left_foot=point(placed["left"]),
+                right_foot=point(placed["right"]), left_foot_yaw=float(yaws["left"]), right_foot_yaw=float(yaws["right"]),
+                left_hand=point(pelvis + _rotated_hand("left", pelvis_yaw)),
+                right_hand=point(pelvis + _rotated_hand("right", pelvis_yaw)),
+            ))
+    return tuple(keys)
+
+
+def _rotated_hand(side: str, heading: float) -> np.ndarray:
+    """The home pose's hand relative to the pelvis, turned to `heading`."""
+    x, y, z = HOME_HAND[0], (1.0 if side == "left" else -1.0) * HOME_HAND[1], HOME_HAND[2]
+    c, s = math.cos(heading), math.sin(heading)
+    return np.array([c * x - s * y, s * x + c * y, z])
+
+
 # The shipped keyframed clips. Hands are hand sites (end of the forearm),
 # feet sole centres. Numbers are in the scenes' frame (metaworld_x.scene).
 KEYFRAMED: dict[str, KeyframeClip] = {
@@ -427,8 +509,35 @@ KEYFRAMED: dict[str, KeyframeClip] = {
             _pose(0.0, STAND_PELVIS),
             _pose(1.0, (-0.12, 0.0, 0.86), (0.0, 0.35, 0.0), left_hand=(0.3, 0.22, 0.85), right_hand=(0.3, -0.22, 0.85)),
             _pose(2.0, (-0.26, 0.0, 0.78), (0.0, 0.25, 0.0), left_hand=(0.2, 0.24, 0.78), right_hand=(0.2, -0.24, 0.78)),
-            _pose(2.8, (-0.28, 0.0, 0.78), (0.0, 0.0, 0.0), left_hand=(0.08, 0.26, 0.72), right_hand=(0.08, -0.26, 0.72)),
+            _pose(2.8, SEATED_PELVIS, left_hand=SEATED_HANDS[0], right_hand=SEATED_HANDS[1]),
         ),
+    ),
+    # Sitting down backwards, slower where the body must be lifted: the shared mocap has no one rising from a chair.
+    # Held seated first, as a router hands the robot over; the lean goes further forward (0.45 rad where the sit
+    # clip has 0.25) before the pelvis leaves the seat, so that the centre of mass is over the feet when it does.
+    "rise": KeyframeClip(
+        skill="rise",
+        notes=(
+            "seated on the chair scene's seat (centre x = -0.3), lean forward over the feet, stand up into the "
+            "home pose and stand"
+        ),
+        hold=1.5,
+        keys=(
+            _pose(0.0, SEATED_PELVIS, left_hand=SEATED_HANDS[0], right_hand=SEATED_HANDS[1]),
+            _pose(0.5, SEATED_PELVIS),
+            _pose(1.5, (-0.24, 0.0, 0.78), (0.0, 0.45, 0.0), left_hand=(0.25, 0.24, 0.78), right_hand=(0.25, -0.24, 0.78)),
+            _pose(2.7, (-0.12, 0.0, 0.86), (0.0, 0.35, 0.0), left_hand=(0.3, 0.22, 0.85), right_hand=(0.3, -0.22, 0.85)),
+            KeyPose(3.7, STAND_PELVIS, home_hands=True),
+        ),
+    ),
+    # The shared mocap has no one turning round. A sit expert sits down with the chair behind it, so a robot that
+    # walks up to a chair must first turn its back on it.
+    "turn": KeyframeClip(
+        skill="turn",
+        notes=f"turn round on the spot to the left, {TURN_STEPS} footsteps of 30° each (the last closing the stance), and stand",
+        hold=1.0,
+        smooth=True,
+        keys=turn_keys(),
     ),
     "reach_one_hand": KeyframeClip(
         skill="reach_one_hand",

@@ -49,8 +49,13 @@ def plot_training(path: Path, wm_history: dict, full: dict, ablations: dict, exp
     save_figure(fig, path, dpi=90)
 
 
-def plot_weights(path: Path, weights: np.ndarray, expert_names, dt: float, title: str) -> None:
-    """weights [T, B, K] (nan after an episode ended): mean and range over episodes, per expert, over time."""
+def plot_weights(path: Path, weights: np.ndarray, expert_names, dt: float, title: str,
+                 switches: list[tuple[int, float]] = (), subgoals: list[tuple[str, float | None]] = ()) -> None:
+    """weights [T, B, K] (nan after an episode ended): mean and range over episodes, per expert, over time.
+
+    `switches` [(expert index, time s)] and `subgoals` [(label, time s or None)] of one episode (the first) are
+    marked: a dashed line where the dominant expert changed, named after the one that took over, and a dotted one
+    where each sub-goal was reached."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 3.5))
     t = np.arange(weights.shape[0]) * dt
@@ -60,6 +65,14 @@ def plot_weights(path: Path, weights: np.ndarray, expert_names, dt: float, title
         low, high = np.nanmin(weights[:, :, k], axis=1), np.nanmax(weights[:, :, k], axis=1)
         ax.plot(t, mean, label=name)
         ax.fill_between(t, low, high, alpha=0.2)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, at in list(switches)[1:]:  # the first entry is the expert that starts
+        ax.axvline(at, color=colours[k % len(colours)], linestyle="--", linewidth=1)
+        ax.annotate(f"-> {expert_names[k]}", (at, 1.0), xytext=(2, -10), textcoords="offset points", fontsize=7)
+    for label, at in subgoals:
+        if at is not None:
+            ax.axvline(at, color="k", linestyle=":", linewidth=1)
+            ax.annotate(f"✓ {label}", (at, 0.0), xytext=(2, 4), textcoords="offset points", fontsize=7, rotation=90)
     ax.set(title=title, xlabel="time (s)", ylabel="router weight", ylim=(-0.02, 1.02))
     ax.legend(loc="upper right")
     fig.tight_layout()

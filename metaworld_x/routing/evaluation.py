@@ -99,8 +99,11 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
         stem = "weights" if plan is None else "weights_mppi"
         png = plots_dir / (f"{stem}.png" if instruction == record["instruction"] else f"{stem}_{len(rows)}.png")
         title = f"{record['task']}: {instruction!r}" + ("" if plan is None else "\nweights planned by MPPI in the world model")
-        plot_weights(png, results.weights, experts.names, scene.config.frame_skip * 0.002, title)
-        if getattr(scene.objective, "subgoals", ()):
+        goals = getattr(scene.objective, "subgoals", ())
+        marks = {"switches": results.switches(0),
+                 "subgoals": list(zip((g.kind for g in goals), results.subgoal_times(0)))} if goals else {}
+        plot_weights(png, results.weights, experts.names, scene.config.frame_skip * 0.002, title, **marks)
+        if goals:
             from metaworld_x.routing.sequence_report import sequence_record
 
             extra["sequence"] = sequence_record(results, experts.names, scene.objective.subgoals)

@@ -160,6 +160,9 @@ class TrackingConfig(TaskConfig):
     """Share of episodes that start in `handover_clip`'s state (pose and velocities, with reset noise) at a random
     time in `handover_window`, placed where and facing as the home pose is, and otherwise run as a home start:
     the first clip from its home start time, re-anchored, under `home_max_deviation`."""
+    handover_in_place: bool = False
+    """Begin handover starts where `handover_clip` has the robot, in the scene's frame (the sit clip ends on the chair
+    scene's seat, where a rise expert takes over), instead of moved onto the home pose's spot and heading."""
     home_max_deviation: float = 1.0
     """The same limit in home-start episodes: they begin up to ~0.6 m from the clip's pose in some keypoint, and
     the router they prepare for has no such limit. At 0.5 m every sit home start ended just before sitting down,
@@ -619,9 +622,12 @@ class Tracking(Task):
 
     def _handover_state(self, home: PhysicsInit, handover_time) -> PhysicsInit:
         """The home state, or, at a `handover_time` >= 0, the robot in `handover_clip`'s state then, moved onto the
-        home pose's spot and heading (its height, pose and velocities as the clip has them)."""
+        home pose's spot and heading unless `handover_in_place` (its height, pose and velocities as the clip has
+        them)."""
         frame = frame_at(self.handover_reference, 0, jnp.maximum(handover_time, 0.0))
-        frame = moved_on_ground(frame, ground_pose(frame.root_pos, frame.root_quat), ground_pose(home.qpos[:3], home.qpos[3:7]))
+        if not self.config.handover_in_place:
+            frame = moved_on_ground(frame, ground_pose(frame.root_pos, frame.root_quat),
+                                    ground_pose(home.qpos[:3], home.qpos[3:7]))
         handed_over = _robot_in(home, frame)
         return jax.tree.map(lambda a, b: jnp.where(handover_time >= 0, a, b), handed_over, home)
 
