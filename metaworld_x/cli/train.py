@@ -58,15 +58,22 @@ class TrainExpert:
     video: bool = True
     """Render the shipped expert's GIF (needs an OpenGL context: a display, or EGL/OSMesa headless)."""
     distributed: bool = False
-    """Join a multi-host run through jax.distributed.initialize() before anything else."""
+    """Join a multi-process run (JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID; README, Multi-process
+    training): each process simulates its share of num_envs, and process 0 alone writes the run and ships."""
+    heartbeat_timeout: int = 30
+    """With --distributed: seconds after which a process that stopped answering counts as dead and the others stop."""
 
     def run(self) -> None:
         started = time.perf_counter()
         stop_at = started + 60 * self.max_minutes if self.max_minutes is not None else None
+        if self.heartbeat_timeout < 1:
+            from metaworld_x.errors import UserError
+
+            raise UserError(f"--heartbeat-timeout must be at least 1 second, got {self.heartbeat_timeout}")
         if self.distributed:
             from metaworld_x.training.devices import initialize_distributed
 
-            initialize_distributed()
+            initialize_distributed(self.heartbeat_timeout)
         from metaworld_x.expert_specs import expert_spec
         from metaworld_x.expert_training import ship_expert, train_expert
 
@@ -84,8 +91,15 @@ class TrainExpert:
         # what is trained, stated up front: a spec edited in another checkout than the one imported shows here
         print(f"training {spec.skill}: clips {', '.join(spec.clips)}, objective {spec.objective},"
               f" tracking {spec.tracking or 'defaults'}, {spec.ppo.total_env_steps:,} steps on {spec.ppo.backend}")
-        result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at,
-                             started_at=started, overwrite=self.overwrite)
+        from metaworld_x.training.devices import is_main_process, leave_distributed, stop_if_a_process_is_lost
+
+        with stop_if_a_process_is_lost():
+            result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at,
+                                 started_at=started, overwrite=self.overwrite)
+            leave_distributed()
+        if not is_main_process():
+            print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; process 0 writes the run")
+            return
         print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; run in {run_dir}")
         if result.rollbacks:
             print(f"{len(result.rollbacks)} non-finite update(s) rolled back; see {run_dir}")

@@ -97,8 +97,12 @@ class CpuEnv:
         return self.compiled.action_size
 
     def reset(self, rng: jax.Array) -> State:
-        """Reset all worlds; world i draws from `jax.random.split(rng, B)[i]`."""
-        init, info = self._sample(jax.random.split(rng, self.num_worlds))
+        """Reset all worlds; world i draws from `jax.random.split(rng, B)[i]`, or from rng[i] where rng holds B keys
+        (this process's rows of a larger batch split over processes)."""
+        keys = rng if jnp.ndim(rng) == 2 else jax.random.split(rng, self.num_worlds)
+        if keys.shape[0] != self.num_worlds:
+            raise ValueError(f"reset got {keys.shape[0]} keys for {self.num_worlds} worlds")
+        init, info = self._sample(keys)
         self._write_resets(None, init)
         view = self._read_view()
         obs, info = self._first_obs(view, info)

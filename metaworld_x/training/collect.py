@@ -14,6 +14,7 @@ from flax import struct
 
 from metaworld_x.training.config import PPOConfig
 from metaworld_x.training.constraint import ConstraintConfig, failure_charge, reward_streams
+from metaworld_x.training.devices import ProcessShare
 from metaworld_x.training.losses import Rollout
 from metaworld_x.training.networks import PPONetworks
 
@@ -148,21 +149,27 @@ def make_scan_collector(env: Any, nets: PPONetworks, config: PPOConfig) -> Calla
     return jax.jit(collect)
 
 
-def make_loop_collector(env: Any, nets: PPONetworks, config: PPOConfig) -> Callable:
-    """collect(...) for the cpu backend: Python steps mujoco.batch, JAX does the rest."""
+def make_loop_collector(env: Any, nets: PPONetworks, config: PPOConfig, share: ProcessShare | None = None) -> Callable:
+    """collect(...) for the cpu backend: Python steps mujoco.batch, JAX does the rest.
+
+    With `share` (a multi-process run), env steps this process's rows of the batch; the policy and the episode
+    sums see the whole batch as global arrays, so that a run's numbers do not depend on how it is split."""
     act, record = jax.jit(make_act(nets)), jax.jit(make_record(config))
     finish = jax.jit(lambda steps, final_obs: to_rollout(_stack(steps), final_obs))
+    whole = share.to_global if share is not None else lambda tree: tree
+    own = share.to_local if share is not None else lambda tree: tree
 
     def collect(params, normalizer, env_state, tracker, key):
         tracker = tracker.new_iteration()
         steps = []
+        obs = whole(env_state.obs)
         for step_key in jax.random.split(key, config.unroll_length):
-            action, raw, log_prob = act(params, normalizer, env_state.obs, step_key)
-            next_state = env.step(env_state, action)
-            step, tracker = record(env_state.obs, raw, log_prob, Outcome.of(next_state), tracker)
+            action, raw, log_prob = act(params, normalizer, obs, step_key)
+            next_state = env.step(env_state, own(action))
+            step, tracker = record(obs, raw, log_prob, whole(Outcome.of(next_state)), tracker)
             steps.append(step)
-            env_state = next_state
-        rollout, metrics = finish(steps, env_state.obs)
+            env_state, obs = next_state, whole(next_state.obs)
+        rollout, metrics = finish(steps, obs)
         return env_state, tracker, rollout, metrics
 
     return collect

@@ -22,7 +22,15 @@ from metaworld_x.machine import describe_machine
 from metaworld_x.training import checkpoint, warm_start
 from metaworld_x.training.collect import EpisodeTracker, make_loop_collector, make_scan_collector
 from metaworld_x.training.config import PPOConfig
-from metaworld_x.training.devices import make_mesh, replicated, shard_envs
+from metaworld_x.training.devices import (
+    gather,
+    is_main_process,
+    make_mesh,
+    process_share,
+    replicated,
+    shard_envs,
+    to_host,
+)
 from metaworld_x.training.evaluate import make_evaluator
 from metaworld_x.training.networks import init_params, make_networks
 from metaworld_x.training.runlog import RunLog, plot_curve
@@ -82,12 +90,19 @@ def make_train(
     resume_from = _resume_point(run_dir, resume, overwrite, init_from)  # before the slow set-up, to fail at once
     mesh = make_mesh(config.num_devices)
     config.check_devices(mesh.size)
-    env = make_env(config.num_envs)
+    # on the cpu backend each process steps its own rows of the batch (all of them where there is one process);
+    # mjx's jitted environment is split over the mesh like the rest
+    share = process_share(mesh, config.num_envs) if config.backend == "cpu" else None
+    several = jax.process_count() > 1
+    if jax.process_count() > 1 and init_from is not None and warm_start.is_shipped_policy(init_from):
+        raise UserError("a multi-process run cannot start from a shipped policy (--init-from experts/...); start"
+                        " the fine-tune in one process, or from a run folder's checkpoint")
+    env = make_env(config.num_envs if share is None else share.count)
     eval_env = make_env(config.num_eval_envs) if config.eval_every else None
     nets = make_networks(
         env.observation_sizes, env.action_size, config.policy_hidden, config.value_hidden, config.normalize_observations
     )
-    collect = (make_scan_collector if env.backend == "mjx" else make_loop_collector)(env, nets, config)
+    collect = make_scan_collector(env, nets, config) if env.backend == "mjx" else make_loop_collector(env, nets, config, share)
     # resolved for the update only: the run's recorded config keeps what was asked, so a resume matches it
     warmup = warm_start.critic_warmup_iterations(config.critic_warmup_iterations, init_from)
     update_config = replace(config, critic_warmup_iterations=warmup)
@@ -138,7 +153,7 @@ def make_train(
     def train(key: jax.Array) -> TrainResult:
         key, env_key = jax.random.split(key)
         state = initial_state(key)
-        env_state = env.reset(env_key)
+        env_state = env.reset(share.per_world_keys(env_key) if several and share else env_key)
         tracker = EpisodeTracker.create(config.num_envs)
         resumed_from = None
         if resume_from is not None:
@@ -146,7 +161,9 @@ def make_train(
             template = {"training": state, "env": snapshot(env_state), "tracker": tracker}
             restored, meta = checkpoint.restore(path, template)
             _check_same_config(meta, config, path)
-            state, env_state, tracker = restored["training"], restore_env(restored["env"]), restored["tracker"]
+            # a checkpoint holds every simulation, whichever processes wrote it; this process takes its own
+            own = _rows(restored["env"], share.rows, config.num_envs, path) if several and share else restored["env"]
+            state, env_state, tracker = restored["training"], restore_env(own), restored["tracker"]
             resumed_from = int(meta["step"])
         elif init_from is not None and warm_start.is_shipped_policy(init_from):
             if not config.normalize_observations:
@@ -183,14 +200,15 @@ def make_train(
             print(f"starting from {source} ({int(state.env_steps)} steps) with fresh environments")
         elif config.normalize_observations:
             state, env_state, tracker = warm_up_statistics(state, env_state, tracker, key)
-        log = RunLog(run_dir, resume_step=resumed_from, tensorboard=tensorboard) if run_dir else None
+        main = is_main_process()  # the one process that writes the run's files
+        log = RunLog(run_dir, resume_step=resumed_from, tensorboard=tensorboard) if run_dir and main else None
         # the machine, so that a wall clock read from the run later (scripts/time_to_goal.py) names where it ran
         meta = {"config": _config_record(config), "machine": describe_machine(), **(extra_meta or {})}
         state = jax.device_put(state, replicated(mesh))
         env_state, tracker = place_simulations(env_state, tracker)
         rollbacks: list[str] = []
         consecutive = 0
-        bar = _progress(config, int(state.env_steps), progress)
+        bar = _progress(config, int(state.env_steps), progress and main)
         t_last = t_start = time.perf_counter()
         history = log.history() if log is not None else []
         elapsed_before = history[-1].get("perf/wall_clock_s", 0.0) if history else 0.0
@@ -243,7 +261,8 @@ def make_train(
                 scalars["episode/length"] = float(tracker.ended_length / tracker.ended_count)
             iteration = int(state.iteration)
             if evaluate is not None and (iteration % config.eval_every == 0 or iteration == config.num_iterations):
-                scalars.update(evaluate(state.params, state.normalizer, jax.random.fold_in(state.key, 2)))
+                # every process evaluates the same episodes on its own, so that none waits on the others meanwhile
+                scalars.update(evaluate(*to_host((state.params, state.normalizer, jax.random.fold_in(state.key, 2)))))
             history.append({"env_steps": int(state.env_steps), **scalars})
             if log is not None:
                 log.write(int(state.env_steps), scalars)
@@ -252,12 +271,13 @@ def make_train(
             out_of_time = stop_at is not None and time.perf_counter() >= stop_at
             last = iteration == config.num_iterations or out_of_time
             if run_dir is not None and (last or (config.checkpoint_every and iteration % config.checkpoint_every == 0)):
-                payload = {"training": state, "env": snapshot(env_state), "tracker": tracker}
+                payload = gather({"training": state, "env": snapshot(env_state), "tracker": tracker})
                 # this iteration's evaluation (none where it was not evaluated), by which `prune` keeps the best
                 scores = {k: scalars[k] for k in checkpoint.RANKED_BY if k in scalars}
                 folder = Path(run_dir) / "checkpoints"
-                checkpoint.save(folder, int(state.env_steps), jax.device_get(payload), {**meta, "evaluation": scores})
-                checkpoint.prune(folder, config.keep_checkpoints)
+                if main:
+                    checkpoint.save(folder, int(state.env_steps), payload, {**meta, "evaluation": scores})
+                    checkpoint.prune(folder, config.keep_checkpoints)
             if out_of_time and iteration < config.num_iterations:
                 print(f"time limit reached after {int(state.env_steps)} environment steps; --resume continues")
                 break
@@ -265,7 +285,8 @@ def make_train(
         if log is not None:
             log.close()
             plot_curve(history, Path(run_dir) / "curve.png", title=str(run_dir))
-        return TrainResult(state, history, Path(run_dir) if run_dir else None, rollbacks)
+        # on this process's host, so that what follows (shipping) can run on one process alone
+        return TrainResult(to_host(state), history, Path(run_dir) if run_dir else None, rollbacks)
 
     return train
 
@@ -282,7 +303,7 @@ def _resume_point(run_dir: Path | None, resume: bool, overwrite: bool, init_from
                 f"{run_dir} holds the checkpoints of an earlier run (the newest is {existing[-1].name}); continue it"
                 " with --resume, replace it with --overwrite, or choose another --run-dir"
             )
-        if existing:
+        if existing and is_main_process():
             shutil.rmtree(folder)
             shutil.rmtree(Path(run_dir) / "tensorboard", ignore_errors=True)
         return None
@@ -298,6 +319,17 @@ def _resume_point(run_dir: Path | None, resume: bool, overwrite: bool, init_from
         f"nothing to resume in {run_dir}: {why}. Its metrics.jsonl is left as it was; start a new run without"
         " --resume (with --overwrite to replace this one) or in another --run-dir"
     )
+
+
+def _rows(tree, rows: slice, num_envs: int, path: Path):
+    """Rows `rows` of every simulation's state in a checkpoint, which has num_envs of each."""
+
+    def take(x):
+        if np.shape(x)[:1] != (num_envs,):
+            raise UserError(f"checkpoint {path} does not hold {num_envs} simulations; resume with the same num_envs")
+        return x[rows]
+
+    return jax.tree_util.tree_map(take, tree)
 
 
 def _config_record(config: PPOConfig) -> dict:
