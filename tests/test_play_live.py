@@ -231,12 +231,43 @@ def test_the_control_loop_plugin_answers_the_panels(walk_runner):
 
 
 def test_web_viewer_addresses():
-    from metaworld_x.play.studio import is_loopback, network_warning, tunnel_hint
+    from metaworld_x.play.studio import is_loopback, network_warning, tunnel_hint, viewer_url
 
     assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
     assert "no authentication" in network_warning("0.0.0.0") and "\n" not in network_warning("0.0.0.0")
     assert "ssh -L 8080:127.0.0.1:8080" in tunnel_hint(8080)
+    assert viewer_url("localhost", 8080) == "http://127.0.0.1:8080/"
+    assert viewer_url("0.0.0.0", 8081) == f"http://{socket.gethostname()}:8081/"
+    assert viewer_url("::1", 8082) == "http://127.0.0.1:8082/" and viewer_url("fe80::1", 1) == "http://[fe80::1]:1/"
+
+
+@pytest.mark.slow
+def test_play_web_on_every_interface_warns_in_one_line_and_serves_there(capsys, monkeypatch):
+    """`play --web --host 0.0.0.0`, headless, for a few steps: the warning, the URL, the socket on every interface."""
+    if not (EXPERTS_DIR / "walk" / "policy.json").is_file():
+        pytest.skip("needs the shipped walk expert")
+    from metaworld_x.play import studio
+
+    runs, start = [], studio.start
+
+    def recorded(*args, **kwargs):
+        runs.append(start(*args, **kwargs))
+        runs.append(runs[-1].bound_address)  # read while the viewer is up
+        return runs[0]
+
+    monkeypatch.setattr(studio, "start", recorded)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = main(["play", "--expert", "walk", "--web", "--host", "0.0.0.0", "--port", str(port), "--steps", "5"])
+    out = capsys.readouterr().out
+    assert code == 0
+    warnings = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert warnings == [studio.network_warning("0.0.0.0")]
+    assert f"web viewer: http://{socket.gethostname()}:{port}/" in out and "ssh -L" not in out
+    assert runs[1][:2] == ("0.0.0.0", port)
+    assert "return: " in out  # the episode in progress when the loop ended
 
 
 def _one_line_error(capsys, args, *fragments):

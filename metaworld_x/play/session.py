@@ -3,6 +3,7 @@ headless recording."""
 
 from pathlib import Path
 
+from metaworld_x.errors import UserError
 from metaworld_x.play.scenario import Scenario
 
 DEFAULT_HEADLESS_VIDEO = Path("play.mp4")
@@ -52,7 +53,19 @@ def play(config) -> None:
     print(f"playing {scenario.title}, seed {config.seed}: {scenario.task.scene} scene, "
           f"{runner.episode_length} steps per episode at {1 / runner.control_dt:g} Hz")
 
-    if video is None and config.gif is None and config.classic:
+    classic = config.classic
+    if video is None and config.gif is None and not classic:
+        from metaworld_x.play.studio import StudioUnavailable
+
+        try:
+            play_in_studio(config, runner, ghost)
+            return
+        except StudioUnavailable as error:
+            if config.web:
+                raise UserError(f"the web viewer could not start ({error}); record headless with --video instead")
+            print(f"Studio's window cannot open here ({error}): opening the classic viewer")
+            classic = True
+    if video is None and config.gif is None and classic:
         from metaworld_x.play.viewer import ViewerUnavailable, run_viewer
 
         try:
@@ -60,14 +73,6 @@ def play(config) -> None:
             return
         except ViewerUnavailable as error:
             video = _headless(f"no viewer window ({error})")
-    elif video is None and config.gif is None:
-        from metaworld_x.play.studio import StudioUnavailable
-
-        try:
-            play_in_studio(config, runner, ghost)
-            return
-        except StudioUnavailable as error:
-            video = _headless(f"no Studio window ({error})")
 
     from metaworld_x.play.headless import RecordOptions, outcome_lines, record_episode
 

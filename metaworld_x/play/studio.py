@@ -7,6 +7,7 @@ given: its page has no authentication, and whoever opens it can steer the
 robot.
 """
 
+import importlib
 import ipaddress
 import socket
 import time
@@ -31,6 +32,17 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def viewer_url(host: str, port: int) -> str:
+    """The address to open: loopback's, this machine's name for every interface, else the host given."""
+    if is_loopback(host):
+        host = LOOPBACK
+    elif host in ("0.0.0.0", "::"):
+        host = socket.gethostname()
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}/"
 
 
 def network_warning(host: str) -> str:
@@ -139,10 +151,14 @@ def start(session: LiveSession, web: bool, host: str = LOOPBACK, port: int = 0, 
 
         handle = launch_thread.launch_thread(serve, sim_plugins=[loop])
     else:
+        try:  # the window's renderer, imported here so that a platform without it fails before a thread starts
+            importlib.import_module("mujoco.studio.native_viewer")
+        except Exception as error:  # e.g. Python 3.11: Studio 4.0's renderer imports collections.abc.Buffer (3.12)
+            raise StudioUnavailable(f"{type(error).__name__}: {error}") from None
         handle = launch_native.launch(viewer_protocol.ViewerConfig(title=title), plugins=[app, panels, loop])
     _wait_for_viewer(handle, panels)
     publish(handle, session.runner)
-    url = f"http://{LOOPBACK if is_loopback(host) else host}:{panels.viewer.port}/" if web else None
+    url = viewer_url(host, panels.viewer.port) if web else None
     return StudioRun(handle, panels, session, url)
 
 
