@@ -64,9 +64,12 @@ class PlayPanels(plugin.ViewerPlugin):
     @messages.handler
     def _on_update(self, _: messages.UpdateEvent) -> None:
         report = self.report
-        if report is None or report.ghost_qpos is None or report.ghost_qpos.shape != (self.viewer.model.nq,):
-            return
-        self.viewer.extra_geoms[:] = self._ghost_geoms(report.ghost_qpos, report.ghost_name)
+        shown = report is not None and report.ghost_qpos is not None
+        if shown and report.ghost_qpos.shape == (self.viewer.model.nq,):
+            self.viewer.extra_geoms[:] = self._ghost_geoms(report.ghost_qpos, report.ghost_name)
+        elif not shown and self._ghost is not None:  # hidden: take its geoms away
+            self.viewer.extra_geoms.clear()
+            self._ghost = self._ghost_scene = None
 
     def _ghost_geoms(self, qpos: np.ndarray, name: str) -> list:
         from metaworld_x.play.ghost import Ghost

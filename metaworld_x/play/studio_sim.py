@@ -16,7 +16,7 @@ from metaworld_x.play.studio_messages import GhostEvent, InstructEvent, ReportSn
 IDLE_SLEEP_S = 0.005
 """The longest the loop sleeps between checks for a due step or a message from the panels."""
 REPORT_PERIOD_S = 0.05
-"""How often at most the panels get a report while play runs: more often than this no one reads."""
+"""How often at most the panels get a report while play runs (each costs the control loop a little time)."""
 IDLE_REPORT_S = 0.1
 """How often the panels hear from a loop that is not stepping (paused, or waiting for the next step)."""
 
