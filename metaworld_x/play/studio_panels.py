@@ -116,7 +116,8 @@ class PlayPanels(plugin.ViewerPlugin):
         entered, self.draft = imgui.InputText("##instruction", self.draft, int(imgui.InputTextFlags.EnterReturnsTrue))
         low, high = imgui.GetItemRectMin(), imgui.GetItemRectMax()
         self.instruction_box = (low.x, low.y, high.x, high.y)
-        if (entered or imgui.Button("play this instruction")) and self.draft.strip():
+        clicked = imgui.Button("play this instruction")
+        if (entered or clicked) and self.draft.strip():
             self.send(InstructEvent(self.draft))
 
     def _status(self, report: LiveReport) -> None:
@@ -125,7 +126,7 @@ class PlayPanels(plugin.ViewerPlugin):
         if report.routed:
             imgui.TextUnformatted(f"mixing: {report.mode}")
         imgui.TextUnformatted(f"t {report.time:5.2f} / {report.episode_seconds:.0f} s   seed {report.seed}")
-        imgui.TextUnformatted(f"control {report.rate_hz:4.1f} Hz of {report.control_hz:g} x {report.speed:g}")
+        imgui.TextUnformatted(f"control {report.rate_hz:4.1f} steps/s ({report.control_hz:g} Hz x{report.speed:g})")
         success = "true" if report.success else "false"
         imgui.TextUnformatted(f"success: {success}   return: {report.episode_return:.1f}")
         if report.replanning:
