@@ -58,6 +58,10 @@ HOW_TESTED = (
     ("metaworld-x train expert walk", "parsed here; 29 minutes of training"),
     ("metaworld-x eval expert walk", "parsed here; evaluating each shipped expert: "
      "tests/test_shipped_experts.py::test_every_shipped_expert_meets_its_recorded_metrics"),
+    ("JAX_COORDINATOR_ADDRESS=127.0.0.1:1234 JAX_NUM_PROCESSES=2", "two processes on one machine, cut to 3 iterations: "
+     "tests/test_distributed.py::test_two_processes_train_as_one_process_with_two_devices"),
+    ("srun ", "not run: needs a SLURM cluster; the coordinates it sets: "
+     "tests/test_distributed.py::test_the_coordinates_come_from_the_environment_or_a_clear_error"),
     ("metaworld-x train router", "parsed here; about 20 minutes: tests/test_router_pipeline.py runs a short one"),
     ("metaworld-x eval router", "parsed here; run by tests/test_router_pipeline.py"),
     ("metaworld-x eval scripted", "parsed here; run, cut to 5 steps, by "

@@ -14,7 +14,8 @@ def make(task: str | Task, backend: str = "cpu", num_worlds: int = 1, **options)
       backend: "cpu" (MuJoCo C through mujoco.batch) or "mjx" (MuJoCo XLA).
       num_worlds: B, the number of worlds stepped together.
       options: for "cpu": nthread, auto_reset; for "mjx": impl ("jax" or
-        "warp"); for both: robot_path. Other keys are task settings, e.g.
+        "warp"); for both: robot_path, physics (a `PhysicsOptions`: solver
+        iterations, which robot geoms collide). Other keys are task settings, e.g.
         `target_speed=2.0` or `rewards={"locomotion": 2.0}`.
 
     Returns:
@@ -25,7 +26,7 @@ def make(task: str | Task, backend: str = "cpu", num_worlds: int = 1, **options)
 
     if backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}; backends: {', '.join(BACKENDS)}")
-    env_keys = {"cpu": ("nthread", "auto_reset", "robot_path"), "mjx": ("impl", "robot_path")}[backend]
+    env_keys = {"cpu": ("nthread", "auto_reset", "robot_path", "physics"), "mjx": ("impl", "robot_path", "physics")}[backend]
     env_options = {k: options.pop(k) for k in env_keys if k in options}
     if isinstance(task, str):
         task = make_task(task, **options)

@@ -59,8 +59,11 @@ class CompiledTask:
     action_map: ActionMap
 
     @staticmethod
-    def build(task: Task, robot_path=None) -> "CompiledTask":
+    def build(task: Task, robot_path=None, physics=None) -> "CompiledTask":
+        """`physics`: a `PhysicsOptions` laid over the model (solver iterations, which robot geoms collide)."""
         model = task.build_model(robot_path)
+        if physics is not None:
+            physics.apply(model)
         layout = ViewLayout.from_model(model, task.bodies, task.sites, task.joints)
         n = len(JOINT_NAMES)
         if layout.robot_qpos != tuple(range(7 + n)) or layout.robot_qvel != tuple(range(6 + n)):

@@ -64,10 +64,11 @@ class CpuEnv:
         nthread: int | None = None,
         auto_reset: bool = True,
         robot_path=None,
+        physics=None,
     ):
         if num_worlds < 1:
             raise ValueError(f"num_worlds must be at least 1, got {num_worlds}")
-        self.compiled = CompiledTask.build(task, robot_path)
+        self.compiled = CompiledTask.build(task, robot_path, physics)
         self.task, self.num_worlds, self.auto_reset = task, num_worlds, auto_reset
         self.nthread = nthread or os.cpu_count() or 1
         self.batch = mujoco.batch.Batch(self.compiled.model, num_worlds, self.nthread)

@@ -58,6 +58,7 @@ class MjxEnv:
         impl: str | None = None,
         robot_path=None,
         max_contacts_per_world: int = 64,
+        physics=None,
     ):
         if num_worlds < 1:
             raise ValueError(f"num_worlds must be at least 1, got {num_worlds}")
@@ -66,7 +67,7 @@ class MjxEnv:
             raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
         if impl == "warp" and not warp_available():
             raise RuntimeError("impl='warp' needs the warp-lang package (pip install warp-lang); use impl='jax'")
-        self.compiled = CompiledTask.build(task, robot_path)
+        self.compiled = CompiledTask.build(task, robot_path, physics)
         self.task, self.num_worlds, self.impl = task, num_worlds, impl
         mj_model = self.compiled.model
         self.model = mjx.put_model(mj_model, impl=impl)
