@@ -27,6 +27,15 @@ ENVIRONMENTS = (
     ("MetaWorldX/H1Hands-Push-v0", "push", 500),
     ("MetaWorldX/H1Hands-Door-v0", "door", 1000),
     ("MetaWorldX/H1Hands-Fetch-v0", "fetch", 1000),
+    ("MetaWorldX/H1-Rise-v0", "rise", 1000),
+    ("MetaWorldX/H1-Turn-v0", "turn", 1000),
+    # the sequential tasks: sub-goals in order, for a router (no expert is trained on one)
+    ("MetaWorldX/H1-WalkSit-v0", "walk_sit", 1500),
+    ("MetaWorldX/H1-RunCrawl-v0", "run_crawl", 1500),
+    ("MetaWorldX/H1-WalkReach-v0", "walk_reach", 1500),
+    ("MetaWorldX/H1-RiseWalk-v0", "rise_walk", 1500),
+    ("MetaWorldX/H1Hands-WalkPush-v0", "walk_push", 1500),
+    ("MetaWorldX/H1Hands-DoorSit-v0", "door_sit", 1500),
 )
 IDS = tuple(env_id for env_id, _, _ in ENVIRONMENTS)
 

@@ -25,6 +25,8 @@ TRACKING_ENVIRONMENTS = (
     ("MetaWorldX/H1-WalkTracking-v0", "walk"),
     ("MetaWorldX/H1-RunTracking-v0", "run"),
     ("MetaWorldX/H1-SitTracking-v0", "sit"),
+    ("MetaWorldX/H1-RiseTracking-v0", "rise"),
+    ("MetaWorldX/H1-TurnTracking-v0", "turn"),
     ("MetaWorldX/H1-CrawlTracking-v0", "crawl"),
     ("MetaWorldX/H1-ReachOneHandTracking-v0", "reach_one_hand"),
     ("MetaWorldX/H1-ReachTwoHandsTracking-v0", "reach_two_hands"),
