@@ -158,3 +158,18 @@ def test_the_train_command_refuses_bad_coordinates_in_one_line(monkeypatch, caps
     assert err.count("\n") == 0 and err.startswith("error: JAX_PROCESS_ID must be in 0..JAX_NUM_PROCESSES-1")
     assert main(["train", "expert", "stand", "--distributed", "--heartbeat-timeout", "0"]) == 2
     assert "--heartbeat-timeout must be at least 1" in capsys.readouterr().err
+
+
+def test_a_bad_option_in_a_multi_process_run_is_refused_in_one_line_by_every_process(tmp_path, jax_env):
+    # refused after the processes joined: each exits at once rather than wait at JAX's exit for the others
+    pair = _pair(tmp_path, jax_env, ["--total-env-steps", str(STEPS), "--eval-every", "-1"])
+    for index, process in enumerate(pair):
+        try:
+            process.wait(timeout=120)
+        finally:
+            process.kill()
+        log = (tmp_path / f"p{index}.log").read_text()
+        assert process.returncode == 2, log[-3000:]
+        lines = [line for line in log.splitlines() if line.strip()]
+        assert lines[-1] == f"error: process {index} of 2: --eval-every must be 0 (off) or more iterations, got -1", log[-3000:]
+    assert not (tmp_path / "p0").exists() and not (tmp_path / "p1").exists()

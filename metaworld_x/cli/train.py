@@ -74,8 +74,28 @@ class TrainExpert:
             from metaworld_x.training.devices import initialize_distributed
 
             initialize_distributed(self.heartbeat_timeout)
+        from metaworld_x.training.devices import is_main_process, leave_distributed, fail_fast_across_processes
+
+        with fail_fast_across_processes():
+            spec, result, run_dir, out = self._train(started, stop_at)
+            leave_distributed()
+        if not is_main_process():
+            print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; process 0 writes the run")
+            return
+        print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; run in {run_dir}")
+        if result.rollbacks:
+            print(f"{len(result.rollbacks)} non-finite update(s) rolled back; see {run_dir}")
+        if self.ship:
+            from metaworld_x.expert_training import ship_expert
+
+            path = ship_expert(spec, result, out, video=self.video, initialised_from=self.init_from)
+            print(f"shipped to {path}" + ("" if self.out else f" (the installed expert is unchanged; --out"
+                                                                f" experts/{self.skill} replaces it)"))
+
+    def _train(self, started: float, stop_at: float | None):
+        """(spec, training result, run folder, where to ship) of the run the options describe."""
         from metaworld_x.expert_specs import expert_spec
-        from metaworld_x.expert_training import ship_expert, train_expert
+        from metaworld_x.expert_training import train_expert
 
         overrides = {
             k: v for k, v in (("total_env_steps", self.total_env_steps), ("num_envs", self.num_envs),
@@ -91,22 +111,9 @@ class TrainExpert:
         # what is trained, stated up front: a spec edited in another checkout than the one imported shows here
         print(f"training {spec.skill}: clips {', '.join(spec.clips)}, objective {spec.objective},"
               f" tracking {spec.tracking or 'defaults'}, {spec.ppo.total_env_steps:,} steps on {spec.ppo.backend}")
-        from metaworld_x.training.devices import is_main_process, leave_distributed, stop_if_a_process_is_lost
-
-        with stop_if_a_process_is_lost():
-            result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at,
-                                 started_at=started, overwrite=self.overwrite)
-            leave_distributed()
-        if not is_main_process():
-            print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; process 0 writes the run")
-            return
-        print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; run in {run_dir}")
-        if result.rollbacks:
-            print(f"{len(result.rollbacks)} non-finite update(s) rolled back; see {run_dir}")
-        if self.ship:
-            path = ship_expert(spec, result, out, video=self.video, initialised_from=self.init_from)
-            print(f"shipped to {path}" + ("" if self.out else f" (the installed expert is unchanged; --out"
-                                                                f" experts/{self.skill} replaces it)"))
+        result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at,
+                              started_at=started, overwrite=self.overwrite)
+        return spec, result, run_dir, out
 
     def _check(self, run_dir: Path, out: Path) -> None:
         """Refuse, before training, numbers the spec does not check and folders the run could not write."""

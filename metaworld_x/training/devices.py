@@ -6,11 +6,11 @@ Within a host the mesh spans the local devices. Across processes,
 training state is replicated on all of them, and each process simulates the
 rows of the batch that its own devices hold (`ProcessShare`). Arrays pass
 between a process's simulations and the global batch through `to_global` /
-`to_local`; only the update and the episode sums talk across processes. The
-policy acts on the batch split over the mesh in every case, so each device
-computes the same rows whether the devices sit in one process or in several,
-and a run split over processes gives the numbers of one process with as many
-devices.
+`to_local`; only the update and the episode sums talk across processes. On a
+mesh of several devices the policy acts on the batch split over it, so each
+device computes the same rows whether the devices sit in one process or in
+several, and a run split over processes gives the numbers of one process with
+as many devices.
 """
 
 import os
@@ -25,8 +25,6 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from metaworld_x.errors import UserError
 
 AXIS = "data"
-# Seconds a process may go without a heartbeat before the others count it as dead and stop (jax's default is 100).
-HEARTBEAT_TIMEOUT_S = 30
 
 
 def make_mesh(num_devices: int = 0) -> Mesh:
@@ -188,7 +186,7 @@ def distributed_settings(environ=None) -> dict:
     return {"coordinator_address": address, "num_processes": count, "process_id": index}
 
 
-def initialize_distributed(heartbeat_timeout_s: int = HEARTBEAT_TIMEOUT_S) -> None:
+def initialize_distributed(heartbeat_timeout_s: int) -> None:
     """Join a multi-process run (`distributed_settings`); a process silent for `heartbeat_timeout_s` counts as dead."""
     settings = distributed_settings()
     try:
@@ -213,19 +211,28 @@ LOST_PEER_SIGNS = ("gloo", "connection reset", "connection closed", "connection 
 
 
 @contextmanager
-def stop_if_a_process_is_lost():
-    """End this process at once, with one line on stderr and exit status 1, when a collective fails because another
-    process of the run died. Python's ordinary exit would wait at JAX's shutdown barrier for the dead process."""
+def fail_fast_across_processes():
+    """In a multi-process run, end this process at once, with one line on stderr, where Python's ordinary exit would
+    wait at JAX's shutdown barrier for processes that will not come: with status 1 when a collective fails because
+    another process died, and with status 2 on this process's own UserError (the others then stop at their next
+    exchange with it)."""
     try:
         yield
+    except UserError as error:
+        if jax.process_count() == 1:
+            raise
+        _exit(2, f"process {jax.process_index()} of {jax.process_count()}: {' '.join(str(error).split())}")
     except Exception as error:  # noqa: BLE001 - only a lost peer is handled; everything else is raised again
         if jax.process_count() == 1 or not any(sign in str(error).lower() for sign in LOST_PEER_SIGNS):
             raise
         reason = " ".join(str(error).split())
         reason = reason if len(reason) <= 200 else reason[:197] + "..."
-        sys.stdout.flush()
-        # on a line of its own: the progress bar, which shares stderr, ends without one
-        print(f"\nerror: process {jax.process_index()} of {jax.process_count()} stopped: another process of the"
-              f" distributed run is gone ({reason}); restart every process, with --resume to continue from the"
-              " last checkpoint", file=sys.stderr, flush=True)
-        os._exit(1)
+        _exit(1, f"process {jax.process_index()} of {jax.process_count()} stopped: another process of the distributed"
+                 f" run is gone ({reason}); restart every process, with --resume to continue from the last checkpoint")
+
+
+def _exit(status: int, message: str) -> None:
+    sys.stdout.flush()
+    # on a line of its own: the progress bar, which shares stderr, ends without one
+    print(f"\nerror: {message}", file=sys.stderr, flush=True)
+    os._exit(status)

@@ -90,9 +90,9 @@ def make_train(
     resume_from = _resume_point(run_dir, resume, overwrite, init_from)  # before the slow set-up, to fail at once
     mesh = make_mesh(config.num_devices)
     config.check_devices(mesh.size)
-    # on the cpu backend each process steps its own rows of the batch (all of them where there is one process);
-    # mjx's jitted environment is split over the mesh like the rest
-    share = process_share(mesh, config.num_envs) if config.backend == "cpu" else None
+    # on the cpu backend each process steps its own rows of the batch (all of them where there is one process),
+    # and the policy acts on them split over the mesh; mjx's jitted environment is split over it like the rest
+    share = process_share(mesh, config.num_envs) if config.backend == "cpu" and mesh.size > 1 else None
     several = jax.process_count() > 1
     if jax.process_count() > 1 and init_from is not None and warm_start.is_shipped_policy(init_from):
         raise UserError("a multi-process run cannot start from a shipped policy (--init-from experts/...); start"
