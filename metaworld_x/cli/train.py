@@ -70,14 +70,18 @@ class TrainExpert:
             from metaworld_x.errors import UserError
 
             raise UserError(f"--heartbeat-timeout must be at least 1 second, got {self.heartbeat_timeout}")
+        # the options are checked before joining a multi-process run, so that each process refuses them on its own
+        spec, run_dir, out = self._plan()
         if self.distributed:
             from metaworld_x.training.devices import initialize_distributed
 
             initialize_distributed(self.heartbeat_timeout)
-        from metaworld_x.training.devices import is_main_process, leave_distributed, fail_fast_across_processes
+        from metaworld_x.expert_training import train_expert
+        from metaworld_x.training.devices import fail_fast_across_processes, is_main_process, leave_distributed
 
         with fail_fast_across_processes():
-            spec, result, run_dir, out = self._train(started, stop_at)
+            result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at,
+                                  started_at=started, overwrite=self.overwrite)
             leave_distributed()
         if not is_main_process():
             print(f"trained {self.skill}: {int(result.state.env_steps)} environment steps; process 0 writes the run")
@@ -92,10 +96,9 @@ class TrainExpert:
             print(f"shipped to {path}" + ("" if self.out else f" (the installed expert is unchanged; --out"
                                                                 f" experts/{self.skill} replaces it)"))
 
-    def _train(self, started: float, stop_at: float | None):
-        """(spec, training result, run folder, where to ship) of the run the options describe."""
+    def _plan(self):
+        """(spec, run folder, where to ship) of the run the options describe, refused before any work where wrong."""
         from metaworld_x.expert_specs import expert_spec
-        from metaworld_x.expert_training import train_expert
 
         overrides = {
             k: v for k, v in (("total_env_steps", self.total_env_steps), ("num_envs", self.num_envs),
@@ -111,9 +114,7 @@ class TrainExpert:
         # what is trained, stated up front: a spec edited in another checkout than the one imported shows here
         print(f"training {spec.skill}: clips {', '.join(spec.clips)}, objective {spec.objective},"
               f" tracking {spec.tracking or 'defaults'}, {spec.ppo.total_env_steps:,} steps on {spec.ppo.backend}")
-        result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at,
-                              started_at=started, overwrite=self.overwrite)
-        return spec, result, run_dir, out
+        return spec, run_dir, out
 
     def _check(self, run_dir: Path, out: Path) -> None:
         """Refuse, before training, numbers the spec does not check and folders the run could not write."""
