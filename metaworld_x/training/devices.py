@@ -153,6 +153,16 @@ def to_host(tree):
     return jax.device_get(tree) if jax.process_count() > 1 else tree
 
 
+def agreed(flag: bool) -> bool:
+    """Process 0's `flag`, on every process (a collective: all call it), for decisions that each process would
+    otherwise take by its own clock, such as a time limit's last iteration."""
+    if jax.process_count() == 1:
+        return flag
+    from jax.experimental import multihost_utils
+
+    return bool(multihost_utils.broadcast_one_to_all(np.asarray(flag)))
+
+
 def is_main_process() -> bool:
     """Whether this process writes the run's files (process 0 of a multi-process run; the only one otherwise)."""
     return jax.process_index() == 0

@@ -23,6 +23,7 @@ from metaworld_x.training import checkpoint, warm_start
 from metaworld_x.training.collect import EpisodeTracker, make_loop_collector, make_scan_collector
 from metaworld_x.training.config import PPOConfig
 from metaworld_x.training.devices import (
+    agreed,
     gather,
     is_main_process,
     make_mesh,
@@ -268,7 +269,8 @@ def make_train(
                 log.write(int(state.env_steps), scalars)
             bar.update(config.steps_per_iteration)
             bar.set_postfix_str(_postfix(scalars))
-            out_of_time = stop_at is not None and time.perf_counter() >= stop_at
+            # process 0's clock decides for every process, so that all stop after the same iteration
+            out_of_time = stop_at is not None and agreed(time.perf_counter() >= stop_at)
             last = iteration == config.num_iterations or out_of_time
             if run_dir is not None and (last or (config.checkpoint_every and iteration % config.checkpoint_every == 0)):
                 payload = gather({"training": state, "env": snapshot(env_state), "tracker": tracker})
