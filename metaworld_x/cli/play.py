@@ -30,6 +30,9 @@ class Play:
     it up and carry it to the table" (none with --expert)."""
     expert: str | None = None
     """Play this one expert in its own tracking scene instead of the router (e.g. walk)."""
+    scripted: bool = False
+    """Play a sequential instruction with the scripted state machine (each sub-goal's expert alone, switched as the
+    task reports it reached), the baseline a router must beat, instead of the router; needs no trained router."""
     motion: str | None = None
     """Also play this reference clip kinematically, as a translucent ghost beside the robot (e.g. walk)."""
     motion_offset: float = 1.0
@@ -90,6 +93,9 @@ class Play:
                             " (the default when none is given), or play one expert: metaworld-x play --expert walk")
         if self.expert is None:
             _check_readable(self.task_instruction)
+        elif self.scripted:
+            raise UserError("--scripted chains the experts a sequential instruction needs; --expert plays one alone;"
+                            " choose one")
         if self.steps is not None and self.steps < 1:
             raise UserError(f"--steps must be at least 1, got {self.steps}")
         check_pixels(self.width, self.height)

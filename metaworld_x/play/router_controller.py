@@ -7,6 +7,7 @@ task's `ExpertScene`, whose observation carries each expert's own
 observation ("expert/<name>") next to the router's ("state").
 """
 
+import functools
 import json
 from pathlib import Path
 
@@ -23,18 +24,20 @@ def train_router_command(task: str) -> str:
 
 
 class RouterController:
-    """Soft weights from the router, Σ_k w_k·g_k·a_k executed (g_k: ExpertScene.action_gains); Enter switches to the
-    dominant expert alone and back."""
+    """Soft weights from the router (or the scripted state machine), Σ_k w_k·g_k·a_k executed (g_k:
+    ExpertScene.action_gains); Enter switches to the dominant expert alone and back."""
 
-    def __init__(self, router, params, text: np.ndarray, experts, task: str, resolver_factory, action_gains,
-                 clocks: tuple | None = None):
-        """clocks: each expert's start time, when the scene restarts an expert's clock as it takes over
-        (`ExpertScene.restart_clocks`); None: the clocks run from the episode's start."""
+    def __init__(self, choose_weights, text: np.ndarray, experts, task: str, resolver_factory, action_gains,
+                 clocks: tuple | None = None, label: str = "router"):
+        """choose_weights: (state [1, obs], text [1, D]) -> weights [1, K], a jax function (the router's
+        `weights` with its parameters, or `scripted.scripted_weights`). clocks: each expert's start time, when the
+        scene restarts an expert's clock as it takes over (`ExpertScene.restart_clocks`); None: the clocks run
+        from the episode's start. label: what the weights come from, in the user's lines."""
         from metaworld_x.routing.network import mixture_action
         from metaworld_x.routing.rollouts import expert_actions, take_over
 
         self.expert_names = tuple(experts.names)
-        self.task, self.mode = task, "router"
+        self.task, self.mode, self.label = task, "router", label  # mode "router": not one expert alone
         self._text = jnp.asarray(text, jnp.float32)[None]
         self._resolver_factory, self._resolver = resolver_factory, None
         self._alone: int | None = None
@@ -45,7 +48,7 @@ class RouterController:
 
         @jax.jit
         def decide(obs, info, previous, text, alone_mask, alone):
-            weights = router.weights(params, obs["state"], text)  # [1, K]
+            weights = choose_weights(obs["state"], text)  # [1, K]
             weights = jnp.where(alone, alone_mask[None], weights)
             if clocks is None:
                 expert_obs, dominant = tuple(obs[f"expert/{n}"] for n in names), jnp.argmax(weights, axis=-1)
@@ -71,9 +74,10 @@ class RouterController:
         if self._alone is None:
             self._alone = int(np.argmax(self._last))
             self.mode = f"expert {self.expert_names[self._alone]} alone"
-            return f"single expert: {self.expert_names[self._alone]} (the router's dominant one); Enter switches back"
+            return (f"single expert: {self.expert_names[self._alone]} (the {self.label}'s dominant one); Enter switches"
+                    " back")
         self._alone, self.mode = None, "router"
-        return "router: mixing every expert again"
+        return f"{self.label}: choosing the experts again"
 
     def instruct(self, text: str) -> str:
         if self._resolver is None:
@@ -83,7 +87,7 @@ class RouterController:
             return (f"{text!r} asks for task {resolution.task.name!r}, but this scene is {self.task!r}'s;"
                     f' restart with metaworld-x play "{text}" to build its scene')
         self._text = jnp.asarray(self._resolver.embed([text])[0], jnp.float32)[None]
-        return f"router now follows {text!r} (task {self.task})"
+        return f"{self.label} now follows {text!r} (task {self.task})"
 
 
 def _shipped(router_root: Path) -> dict[str, dict]:
@@ -132,8 +136,38 @@ def router_scenario_from_checkpoint(instruction: str, router_root: Path, experts
     return Scenario(
         title=f"router {task}",
         task=scene,
-        controller=RouterController(router, params, text, experts, task, factory, scene.action_gains,
-                                    scene.start_times if scene.restart_clocks else None),
+        controller=RouterController(functools.partial(router.weights, params), text, experts, task, factory,
+                                    scene.action_gains, scene.start_times if scene.restart_clocks else None),
+        reference=None,
+        keypoint_errors=None,
+        routed=True,
+    )
+
+
+def scripted_scenario(instruction: str, experts_dir: Path) -> Scenario:
+    """The scripted state machine on `instruction`'s sequence (a catalog task, or composed from its clauses): each
+    sub-goal's expert alone, switched as the task reports the sub-goal reached. No router is read."""
+    from metaworld_x.envs.tasks import TASKS
+    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.routing.instructions import SkillMatcher, compose
+    from metaworld_x.routing.language import TaskResolver
+    from metaworld_x.routing.pipeline import installed_experts
+    from metaworld_x.routing.scene import build_expert_scene
+    from metaworld_x.routing.scripted import scripted_weights
+
+    resolver = TaskResolver()
+    entry = resolver.sequence(instruction)
+    task = (TASKS[entry.task] if entry is not None else compose(instruction, SkillMatcher(resolver.encoder)))()
+    dirs = installed_experts(experts_dir)
+    experts = ExpertSet.load(dirs)
+    choose = scripted_weights(task, experts.names)  # names a missing expert before the scene is built
+    scene, _ = build_expert_scene(task, dirs, dict(zip(experts.names, experts.specs)))
+    text = resolver.embed([instruction])[0].astype(np.float32)
+    return Scenario(
+        title=f"scripted {task.name}",
+        task=scene,
+        controller=RouterController(choose, text, experts, task.name, lambda: resolver, scene.action_gains,
+                                    scene.start_times, label="scripted state machine"),
         reference=None,
         keypoint_errors=None,
         routed=True,

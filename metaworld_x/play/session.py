@@ -11,13 +11,18 @@ DEFAULT_HEADLESS_VIDEO = Path("play.mp4")
 
 
 def build_scenario(config) -> Scenario:
-    """The expert's scenario with --expert, else the router's for the instruction."""
+    """The expert's scenario with --expert, the scripted state machine's with --scripted, else the router's for the
+    instruction."""
     from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
     from metaworld_x.play.scenario import expert_scenario, router_scenario
 
     experts_dir = config.experts_dir or EXPERTS_DIR
     if config.expert is not None:
         return expert_scenario(config.expert, experts_dir)
+    if config.scripted:
+        from metaworld_x.play.router_controller import scripted_scenario
+
+        return scripted_scenario(config.task_instruction, experts_dir)
     return router_scenario(config.task_instruction, config.router_dir or ROUTER_DIR, experts_dir)
 
 
@@ -126,8 +131,16 @@ def live_session(config, runner, ghost=None):
             def ghost_for(model):
                 return Ghost(model, load_reference(config.motion, model), config.motion_offset, config.motion)
 
-        replanner = Replanner(router_task_of(router_dir), lambda text: router_scenario(text, router_dir, experts_dir),
-                              ghost_for)
+        if config.scripted:
+            from metaworld_x.play.router_controller import scripted_scenario
+
+            def scenario_for(text):
+                return scripted_scenario(text, experts_dir)
+        else:
+            def scenario_for(text):
+                return router_scenario(text, router_dir, experts_dir)
+
+        replanner = Replanner(router_task_of(router_dir), scenario_for, ghost_for)
     return LiveSession(runner, config.task_instruction, replanner, ghost, config.steps)
 
 
