@@ -491,6 +491,31 @@ def turn_keys(turn: float = math.pi, steps: int = TURN_STEPS) -> tuple[KeyPose, 
     return tuple(keys)
 
 
+RISE_FEET_X = -0.08  # m: the soles stepped back under the seat's front edge before getting up
+
+
+def rise_keys() -> tuple[KeyPose, ...]:
+    """Key poses of getting up from the chair scene's seat: seated still, each foot stepped back to RISE_FEET_X
+    (lifted as the door clip's steps are), the trunk leant forward over them, the lift-off, and standing over the feet."""
+    sole_y = HOME_SOLE[1]
+    feet_back = {"left_foot": (RISE_FEET_X, sole_y, 0.0), "right_foot": (RISE_FEET_X, -sole_y, 0.0)}
+    standing = (RISE_FEET_X - HOME_SOLE[0], 0.0, STAND_PELVIS[2])
+    hands = lambda pelvis: {f"{side}_hand": tuple(float(c) for c in np.asarray(pelvis) + _rotated_hand(side, 0.0))  # noqa: E731
+                            for side in SIDES}
+    forward = {"left_hand": (0.2, 0.25, 0.8), "right_hand": (0.2, -0.25, 0.8)}
+    return (
+        _pose(0.0, SEATED_PELVIS, left_hand=SEATED_HANDS[0], right_hand=SEATED_HANDS[1]),
+        _pose(0.5, SEATED_PELVIS),
+        _pose(0.75, SEATED_PELVIS, left_foot=(0.5 * (HOME_SOLE[0] + RISE_FEET_X), sole_y, _LIFT)),
+        _pose(1.0, SEATED_PELVIS, left_foot=feet_back["left_foot"]),
+        _pose(1.25, SEATED_PELVIS, right_foot=(0.5 * (HOME_SOLE[0] + RISE_FEET_X), -sole_y, _LIFT)),
+        _pose(1.5, SEATED_PELVIS, right_foot=feet_back["right_foot"]),
+        _pose(2.5, (-0.22, 0.0, 0.77), (0.0, 0.7, 0.0), **forward),
+        _pose(3.5, (-0.13, 0.0, 0.86), (0.0, 0.45, 0.0), left_hand=(0.2, 0.24, 0.95), right_hand=(0.2, -0.24, 0.95)),
+        _pose(4.5, standing, **hands(standing)),
+    )
+
+
 def _rotated_hand(side: str, heading: float) -> np.ndarray:
     """The home pose's hand relative to the pelvis, turned to `heading`."""
     x, y, z = HOME_HAND[0], (1.0 if side == "left" else -1.0) * HOME_HAND[1], HOME_HAND[2]
@@ -512,32 +537,18 @@ KEYFRAMED: dict[str, KeyframeClip] = {
             _pose(2.8, SEATED_PELVIS, left_hand=SEATED_HANDS[0], right_hand=SEATED_HANDS[1]),
         ),
     ),
-    # Sitting down backwards, slower where the body must be lifted: the shared mocap has no one rising from a chair.
-    # Held seated first, as a router hands the robot over; the lean goes further forward (0.45 rad where the sit
-    # clip has 0.25) before the pelvis leaves the seat, so that the centre of mass is over the feet when it does.
+    # The shared mocap has no one rising from a chair. Sit's keys played backwards do not stand up: replayed through
+    # the servos the pelvis stayed on the seat, its centre of mass behind the feet. As people do, this one first
+    # steps the feet back under the seat's front edge, leans well forward (0.7 rad) with the arms forward, and only
+    # then lifts off, over the feet; it ends standing where the feet are.
     "rise": KeyframeClip(
         skill="rise",
         notes=(
-            "seated on the chair scene's seat (centre x = -0.3), lean forward over the feet, stand up into the "
-            "home pose and stand"
+            "seated on the chair scene's seat (centre x = -0.3), step the feet back under the seat's front edge, lean "
+            "well forward with the arms forward, stand up over the feet and stand"
         ),
         hold=1.5,
-        keys=(
-            _pose(0.0, SEATED_PELVIS, left_hand=SEATED_HANDS[0], right_hand=SEATED_HANDS[1]),
-            _pose(0.5, SEATED_PELVIS),
-            _pose(1.5, (-0.24, 0.0, 0.78), (0.0, 0.45, 0.0), left_hand=(0.25, 0.24, 0.78), right_hand=(0.25, -0.24, 0.78)),
-            _pose(2.7, (-0.12, 0.0, 0.86), (0.0, 0.35, 0.0), left_hand=(0.3, 0.22, 0.85), right_hand=(0.3, -0.22, 0.85)),
-            KeyPose(3.7, STAND_PELVIS, home_hands=True),
-        ),
-    ),
-    # The shared mocap has no one turning round. A sit expert sits down with the chair behind it, so a robot that
-    # walks up to a chair must first turn its back on it.
-    "turn": KeyframeClip(
-        skill="turn",
-        notes=f"turn round on the spot to the left, {TURN_STEPS} footsteps of 30° each (the last closing the stance), and stand",
-        hold=1.0,
-        smooth=True,
-        keys=turn_keys(),
+        keys=rise_keys(),
     ),
     "reach_one_hand": KeyframeClip(
         skill="reach_one_hand",
