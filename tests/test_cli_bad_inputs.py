@@ -62,8 +62,13 @@ def files(tmp_path_factory):
     def record_of_200(text):
         return json.dumps({**json.loads(text), "observation_size": 200})
 
+    broken_router = root / "broken_router" / "stand"
+    broken_router.mkdir(parents=True)
+    (broken_router / "router.json").write_text('{"task": "stand", "instruction": ')
+
     return {
         "root": root,
+        "broken_router": broken_router.parent,
         "cut_clip": root / "cut_clip.npz",
         "joints": root / "joints.npz",
         "cut_joints": root / "cut_joints.npz",
@@ -122,6 +127,8 @@ CASES = [
      "policy record is not valid JSON"),
     ("policy-json-not-json-play", "play --expert walk --experts-dir {broken_json.parent} --steps 1 --video v.mp4",
      "policy record is not valid JSON"),
+    ("router-json-not-json-play", "play stand --router-dir {broken_router} --steps 1 --video v.mp4",
+     "the router record is not valid JSON"),
     ("expert-for-old-inputs", "eval expert walk --expert-dir {old_inputs} --episodes 1 --steps 3",
      "reads 200 observation entries but its task now gives"),
     ("nan-weights", "eval expert walk --expert-dir {nan_weights} --episodes 1 --steps 3", "non-finite"),

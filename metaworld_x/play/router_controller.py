@@ -8,7 +8,6 @@ observation ("expert/<name>") next to the router's ("state").
 """
 
 import functools
-import json
 from pathlib import Path
 
 import jax
@@ -16,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from metaworld_x.errors import UserError
+from metaworld_x.json_file import read_json_object
 from metaworld_x.play.scenario import Decision, Scenario, train_expert_command
 
 
@@ -92,7 +92,7 @@ class RouterController:
 
 def _shipped(router_root: Path) -> dict[str, dict]:
     """{task: router.json record} of every router under router_root."""
-    return {p.parent.name: json.loads(p.read_text()) for p in sorted(Path(router_root).glob("*/router.json"))}
+    return {p.parent.name: read_json_object(p, "the router record") for p in sorted(Path(router_root).glob("*/router.json"))}
 
 
 def router_scenario_from_checkpoint(instruction: str, router_root: Path, experts_dir: Path) -> Scenario:

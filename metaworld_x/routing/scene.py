@@ -8,7 +8,6 @@ view with that expert's reference clock (`info["skill_time"]`). Both
 backends run it unchanged: it is an ordinary Task.
 """
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from metaworld_x.envs.observations import proprioception
 from metaworld_x.envs.task import Task
 from metaworld_x.envs.tasks.tracking import SITE_KEYPOINTS
 from metaworld_x.errors import UserError
+from metaworld_x.json_file import read_json_object
 from metaworld_x.robot import JOINT_NAMES
 from metaworld_x.routing.skill_observation import (
     SkillObservation,
@@ -174,7 +174,7 @@ def load_expert_spec(directory: Path):
         if directory.name not in EXPERTS:
             raise UserError(f"expert {directory} has no spec.json and {directory.name!r} is not a known skill")
         return EXPERTS[directory.name], None
-    record = json.loads(path.read_text())
+    record = read_json_object(path, "the expert's spec")
     spec = ExpertSpec(
         skill=record["skill"], description=record["description"], clips=tuple(record["clips"]),
         objective=record.get("objective"), loop=record.get("loop"), tracking=dict(record.get("tracking") or {}),

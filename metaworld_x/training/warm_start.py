@@ -9,13 +9,13 @@ before the policy moves. The multiplier starts where the expert's training
 left it when its metrics.json records that, else at the config's initial value.
 """
 
-import json
 from pathlib import Path
 
 import jax.numpy as jnp
 from brax.training.acme import running_statistics
 
 from metaworld_x.errors import UserError
+from metaworld_x.json_file import read_json_object
 from metaworld_x.policy import POLICY_FILE, SPEC_FILE, PolicyParams, load_policy
 
 
@@ -54,7 +54,7 @@ def load_shipped(path: Path, observation_size: int, action_size: int) -> PolicyP
 def shipped_action_scale(path: Path) -> float | None:
     """The action scale a shipped expert was trained at (its spec.json), or None if it does not say."""
     spec = Path(path) / "spec.json"
-    return json.loads(spec.read_text()).get("action_scale") if spec.is_file() else None
+    return read_json_object(spec, "the expert's spec").get("action_scale") if spec.is_file() else None
 
 
 def with_action_scale(policy: PolicyParams, trained_at: float, wanted: float) -> PolicyParams:
@@ -95,7 +95,7 @@ def shipped_sample_count(path: Path) -> int | None:
     metrics = Path(path) / "metrics.json"
     if not metrics.is_file():
         return None
-    steps = (json.loads(metrics.read_text()).get("training") or {}).get("env_steps")
+    steps = (read_json_object(metrics, "the expert's metrics").get("training") or {}).get("env_steps")
     return int(steps) if steps else None
 
 
@@ -105,7 +105,7 @@ def shipped_multiplier(path: Path) -> float | None:
     metrics = Path(path) / "metrics.json"
     if not metrics.is_file():
         return None
-    value = (json.loads(metrics.read_text()).get("training") or {}).get("multiplier")
+    value = (read_json_object(metrics, "the expert's metrics").get("training") or {}).get("multiplier")
     return float(value) if value is not None else None
 
 
