@@ -196,7 +196,7 @@ class LiveReport:
     task: str
     instruction: str
     mode: str
-    """"router", or "expert <name> alone"."""
+    """"router" (or "scripted state machine"), or "expert <name> alone"."""
     routed: bool
     """Whether the router mixes several experts (and the router/dominant-expert switch applies)."""
     expert_names: tuple[str, ...]

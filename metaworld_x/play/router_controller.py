@@ -32,12 +32,13 @@ class RouterController:
         """choose_weights: (state [1, obs], text [1, D]) -> weights [1, K], a jax function (the router's
         `weights` with its parameters, or `scripted.scripted_weights`). clocks: each expert's start time, when the
         scene restarts an expert's clock as it takes over (`ExpertScene.restart_clocks`); None: the clocks run
-        from the episode's start. label: what the weights come from, in the user's lines."""
+        from the episode's start. label: what the weights come from, the controller's `mode` unless one expert
+        plays alone ("expert <name> alone")."""
         from metaworld_x.routing.network import mixture_action
         from metaworld_x.routing.rollouts import expert_actions, take_over
 
         self.expert_names = tuple(experts.names)
-        self.task, self.mode, self.label = task, "router", label  # mode "router": not one expert alone
+        self.task, self.mode, self.label = task, label, label
         self._text = jnp.asarray(text, jnp.float32)[None]
         self._resolver_factory, self._resolver = resolver_factory, None
         self._alone: int | None = None
@@ -76,7 +77,7 @@ class RouterController:
             self.mode = f"expert {self.expert_names[self._alone]} alone"
             return (f"single expert: {self.expert_names[self._alone]} (the {self.label}'s dominant one); Enter switches"
                     " back")
-        self._alone, self.mode = None, "router"
+        self._alone, self.mode = None, self.label
         return f"{self.label}: choosing the experts again"
 
     def instruct(self, text: str) -> str:

@@ -156,8 +156,8 @@ class PlayPanels(plugin.ViewerPlugin):
             pause = sim.PauseState.NORMAL_PAUSED if report.paused else sim.PauseState.UNPAUSED
             self.send(messages.StepControlSnapshot(pause_state=pause, speed=100.0 * SPEEDS[index]))
         if report.routed:
-            alone = report.mode != "router"
-            if imgui.RadioButton("router", not alone) and alone:
+            alone = report.mode.startswith("expert ")  # "expert <name> alone"; otherwise the router or state machine
+            if imgui.RadioButton(report.mode if not alone else "router", not alone) and alone:
                 self.send(ToggleEvent())
             imgui.SameLine()
             if imgui.RadioButton("dominant expert alone", alone) and not alone:
