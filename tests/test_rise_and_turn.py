@@ -15,7 +15,7 @@ from metaworld_x.envs.tasks.sequence import seated_qpos
 from metaworld_x.envs.tasks.turn import heading_off
 from metaworld_x.expert_specs import expert_spec
 from metaworld_x.motion.clip import read_clip
-from metaworld_x.motion.keyframes import HOME_SOLE, KEYFRAMED, RISE_FEET_X, compose, home_points, key_tracks, turn_keys
+from metaworld_x.motion.keyframes import KEYFRAMED, compose, home_points, key_tracks, turn_keys
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.robot import JOINT_NAMES, robot_spec
 
@@ -62,17 +62,36 @@ def test_feet_follow_the_pelvis_heading_where_a_key_gives_none(model):
     np.testing.assert_array_equal(tracks["left_foot_yaw"][:, 0], tracks["rpy"][:, 2])
 
 
-def test_the_rise_clip_begins_where_sit_ends_and_ends_standing_over_its_feet(model):
+def test_the_rise_clip_begins_where_sit_ends_and_ends_standing_in_the_home_pose(model):
     rise, sit = read_clip(MOTIONS_DIR / "rise.npz"), read_clip(MOTIONS_DIR / "sit.npz")
     np.testing.assert_allclose(rise.joint_pos[0], sit.joint_pos[-1], atol=2e-3)
     np.testing.assert_allclose(rise.root_pos[0], sit.root_pos[-1], atol=2e-3)
-    np.testing.assert_allclose(rise.root_pos[-1], (RISE_FEET_X - HOME_SOLE[0], 0.0, 0.98), atol=0.02)
+    np.testing.assert_allclose(rise.root_pos[-1], (0.0, 0.0, 0.98), atol=0.02)
     # the home pose's joint angles at the end (a keyframed clip's first frame stands in it): as a walk expert starts
     home = read_clip(MOTIONS_DIR / "reach_one_hand.npz").joint_pos[0]
     assert np.abs(rise.joint_pos[-1] - home).max() < 0.15
     assert np.abs(rise.joint_pos[-1] - rise.joint_pos[-2]).max() < 1e-3  # held at the end
     # the rebuilt clip is the shipped one
     np.testing.assert_allclose(compose(KEYFRAMED["rise"], model=model).joint_pos, rise.joint_pos, atol=1e-4)
+
+
+def test_the_rise_clip_never_enters_the_chair():
+    """The chair's base is solid to the seat's front edge: feet stepped back under it made a clip no robot can
+    follow. The robot's geoms keep clear of the chair's (a contact within 1 cm counts)."""
+    import mujoco
+
+    model = make_task("rise").build_model()
+    data = mujoco.MjData(model)
+    clip = read_clip(MOTIONS_DIR / "rise.npz")
+    chair = {model.geom(name).id for name in ("chair_seat", "chair_base", "chair_back")}
+    deepest = 0.0
+    for i in range(0, clip.joint_pos.shape[0], 2):
+        data.qpos[:3], data.qpos[3:7], data.qpos[7:26] = clip.root_pos[i], clip.root_quat[i], clip.joint_pos[i]
+        mujoco.mj_forward(model, data)
+        for contact in data.contact[: data.ncon]:
+            if contact.geom1 in chair or contact.geom2 in chair:
+                deepest = max(deepest, -contact.dist)
+    assert deepest < 0.01, f"the rise clip is {deepest * 100:.1f} cm inside the chair"
 
 
 def test_rise_handover_starts_begin_seated_on_the_chair_where_the_sit_clip_ends():

@@ -491,28 +491,20 @@ def turn_keys(turn: float = math.pi, steps: int = TURN_STEPS) -> tuple[KeyPose, 
     return tuple(keys)
 
 
-RISE_FEET_X = -0.08  # m: the soles stepped back under the seat's front edge before getting up
-
-
 def rise_keys() -> tuple[KeyPose, ...]:
-    """Key poses of getting up from the chair scene's seat: seated still, each foot stepped back to RISE_FEET_X
-    (lifted as the door clip's steps are), the trunk leant forward over them, the lift-off, and standing over the feet."""
-    sole_y = HOME_SOLE[1]
-    feet_back = {"left_foot": (RISE_FEET_X, sole_y, 0.0), "right_foot": (RISE_FEET_X, -sole_y, 0.0)}
-    standing = (RISE_FEET_X - HOME_SOLE[0], 0.0, STAND_PELVIS[2])
-    hands = lambda pelvis: {f"{side}_hand": tuple(float(c) for c in np.asarray(pelvis) + _rotated_hand(side, 0.0))  # noqa: E731
-                            for side in SIDES}
-    forward = {"left_hand": (0.2, 0.25, 0.8), "right_hand": (0.2, -0.25, 0.8)}
+    """Key poses of getting up from the chair scene's seat: seated still, the pelvis slid forward to the seat's
+    front, the trunk leant well forward over the feet, the lift-off, and standing in the home pose.
+
+    The feet stay where the home pose has them: the chair's base is solid to the seat's front edge (x = -0.1),
+    so they cannot step back under it."""
+    forward = {"left_hand": (0.25, 0.25, 0.8), "right_hand": (0.25, -0.25, 0.8)}
     return (
         _pose(0.0, SEATED_PELVIS, left_hand=SEATED_HANDS[0], right_hand=SEATED_HANDS[1]),
         _pose(0.5, SEATED_PELVIS),
-        _pose(0.75, SEATED_PELVIS, left_foot=(0.5 * (HOME_SOLE[0] + RISE_FEET_X), sole_y, _LIFT)),
-        _pose(1.0, SEATED_PELVIS, left_foot=feet_back["left_foot"]),
-        _pose(1.25, SEATED_PELVIS, right_foot=(0.5 * (HOME_SOLE[0] + RISE_FEET_X), -sole_y, _LIFT)),
-        _pose(1.5, SEATED_PELVIS, right_foot=feet_back["right_foot"]),
-        _pose(2.5, (-0.22, 0.0, 0.77), (0.0, 0.7, 0.0), **forward),
-        _pose(3.5, (-0.13, 0.0, 0.86), (0.0, 0.45, 0.0), left_hand=(0.2, 0.24, 0.95), right_hand=(0.2, -0.24, 0.95)),
-        _pose(4.5, standing, **hands(standing)),
+        _pose(1.5, (-0.16, 0.0, 0.77), (0.0, 0.3, 0.0), left_hand=(0.15, 0.25, 0.75), right_hand=(0.15, -0.25, 0.75)),
+        _pose(2.5, (-0.14, 0.0, 0.77), (0.0, 0.7, 0.0), **forward),
+        _pose(3.5, (-0.06, 0.0, 0.86), (0.0, 0.45, 0.0), left_hand=(0.25, 0.24, 0.95), right_hand=(0.25, -0.24, 0.95)),
+        KeyPose(4.5, STAND_PELVIS, home_hands=True),
     )
 
 
@@ -538,14 +530,13 @@ KEYFRAMED: dict[str, KeyframeClip] = {
         ),
     ),
     # The shared mocap has no one rising from a chair. Sit's keys played backwards do not stand up: replayed through
-    # the servos the pelvis stayed on the seat, its centre of mass behind the feet. As people do, this one first
-    # steps the feet back under the seat's front edge, leans well forward (0.7 rad) with the arms forward, and only
-    # then lifts off, over the feet; it ends standing where the feet are.
+    # the servos the pelvis stayed on the seat, its centre of mass behind the feet. As people do, this one slides
+    # forward to the seat's front and leans well forward (0.7 rad) with the arms forward before lifting off.
     "rise": KeyframeClip(
         skill="rise",
         notes=(
-            "seated on the chair scene's seat (centre x = -0.3), step the feet back under the seat's front edge, lean "
-            "well forward with the arms forward, stand up over the feet and stand"
+            "seated on the chair scene's seat (centre x = -0.3), slide forward to the seat's front, lean well forward "
+            "with the arms forward, stand up over the feet and stand"
         ),
         hold=1.5,
         keys=rise_keys(),
