@@ -170,8 +170,8 @@ EXPERTS: dict[str, ExpertSpec] = {
                    ppo=_ppo(24_000_000, budget=0.06, min_multiplier=2.0)),
         # A router hands rise the robot seated, as the sit clip ends (rise_walk starts there): half the starts are
         # those (SEATED_HANDOVER: the last 0.5 s of sit, the rise clip from its first, seated, frame, re-anchored as
-        # a router runs it), the rest on the clip, half of them at its first frame. The clip is keyframed: the feet
-        # stepped back under the seat, a deep lean, then up over the feet. No home starts: the home pose stands.
+        # a router runs it), the rest on the clip, half of them at its first frame. The clip is keyframed: a slide to
+        # the seat's front, a deep lean, then up over the feet. No home starts: the home pose stands.
         ExpertSpec("rise", "get up from the chair and stand", ("rise",), "rise",
                    tracking={**SEATED_HANDOVER, "phase_zero_fraction": 0.5},
                    ppo=_ppo(6_000_000, budget=0.06, min_multiplier=2.0, critic_warmup_iterations=100)),
