@@ -89,7 +89,8 @@ def test_a_sequence_router_trains_with_every_ablation_and_the_scripted_baseline(
             str(experts), "--out", str(out), "--run-dir", str(tmp_path / "runs"), "--num-worlds", "2",
             "--collect-steps", "25", "--wm-steps", "5", "--imagination-updates", "3",
             "--finetune-rounds", "1", "--finetune-steps", "10", "--finetune-wm-steps", "3", "--finetune-updates", "2",
-            "--eval-episodes", "2", "--eval-steps", "10", "--ablations", "--fast-compile"]
+            "--eval-episodes", "2", "--eval-steps", "10", "--ablations"]
+    # not --fast-compile: XLA's CPU compiler crashed (segmentation fault) compiling this router's update unoptimised
     assert main(args) == 0
     metrics = json.loads((out / "walk_reach" / "metrics.json").read_text())
     ablations = metrics["ablations"]
