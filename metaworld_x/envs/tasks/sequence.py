@@ -25,10 +25,11 @@ from typing import ClassVar
 
 import jax.numpy as jnp
 
-from metaworld_x.envs.observations import relative_to_robot, yaw
+from metaworld_x.envs.observations import relative_to_robot
 from metaworld_x.envs.rewards import closeness, stance, tolerance, torso_upright
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig, perturb_robot
 from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, PALMS
+from metaworld_x.envs.tasks.turn import heading_off
 from metaworld_x.errors import UserError
 from metaworld_x.scene.compose import Placement
 
@@ -173,7 +174,7 @@ class Sequence(Task):
             speed = jnp.linalg.norm(view.com_vel[:2])
             return (speed < c.still_speed) & (torso_upright(view) > 0.9), closeness(speed, near=c.still_speed, margin=1.5)
         if goal.kind == "turn":
-            off = jnp.abs(jnp.angle(jnp.exp(1j * (yaw(view.root_quat) - math.pi))))
+            off = heading_off(view.root_quat)
             tolerance_rad = math.radians(c.turn_tolerance_deg)
             return off < tolerance_rad, closeness(off, near=tolerance_rad, margin=math.pi)
         if goal.kind == "seated":
