@@ -541,6 +541,15 @@ KEYFRAMED: dict[str, KeyframeClip] = {
         hold=1.5,
         keys=rise_keys(),
     ),
+    # The shared mocap has no one turning round. A sit expert sits down with the chair behind it, so a robot that
+    # walks up to a chair must first turn its back on it.
+    "turn": KeyframeClip(
+        skill="turn",
+        notes=f"turn round on the spot to the left, {TURN_STEPS} footsteps of 30° each (the last closing the stance), and stand",
+        hold=1.0,
+        smooth=True,
+        keys=turn_keys(),
+    ),
     "reach_one_hand": KeyframeClip(
         skill="reach_one_hand",
         notes=(
