@@ -94,6 +94,26 @@ def test_rise_walk_starts_seated_and_needs_standing_held_before_the_walk_counts(
     assert int(info["phase"]) == 2 and bool(task.success(view, info))
 
 
+def test_a_turn_counts_only_for_a_robot_still_standing():
+    """A robot that went down while its heading swung round (walk_sit's turn taking over at walking speed) has not
+    turned: the sit expert cannot start from the floor."""
+    task, view = _view("walk_sit")
+    arrive = task.subgoals[0]
+    qpos = view.qpos.copy()
+    qpos[:7] = (arrive.point[0], arrive.point[1], 1.0, 0.0, 0.0, 0.0, 1.0)  # facing -x
+    facing_back = view.replace(qpos=qpos)
+    head = facing_back.site_pos[facing_back.layout.sites.index("head")]
+    down = _moved(facing_back, root=(arrive.point[0], arrive.point[1], 0.45),
+                  sites={"head": (head[0], head[1], 0.6)})
+    info = {**task.reset_info(jax.random.PRNGKey(0)), "phase": jnp.asarray(1, jnp.int32)}
+    for _ in range(2 * task.config.hold_steps):
+        info = task.advance(down, info)
+    assert int(info["phase"]) == 1, "facing back while down is not a turn"
+    for _ in range(task.config.hold_steps):
+        info = task.advance(facing_back, info)
+    assert int(info["phase"]) == 2
+
+
 def test_the_catalog_chains_need_two_experts_and_keep_the_stated_distances():
     distances = {"walk_sit": ("chair", 2.0), "run_crawl": ("tunnel", 4.0), "walk_reach": ("target", 2.0),
                  "walk_push": ("table", 2.0)}

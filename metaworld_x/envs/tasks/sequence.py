@@ -29,7 +29,7 @@ from metaworld_x.envs.observations import relative_to_robot
 from metaworld_x.envs.rewards import closeness, stance, tolerance, torso_upright
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig, perturb_robot
 from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, PALMS
-from metaworld_x.envs.tasks.turn import heading_off
+from metaworld_x.envs.tasks.turn import heading_off, turned
 from metaworld_x.errors import UserError
 from metaworld_x.scene.compose import Placement
 
@@ -176,7 +176,7 @@ class Sequence(Task):
         if goal.kind == "turn":
             off = heading_off(view.root_quat)
             tolerance_rad = math.radians(c.turn_tolerance_deg)
-            return off < tolerance_rad, closeness(off, near=tolerance_rad, margin=math.pi)
+            return turned(view, tolerance_rad), closeness(off, near=tolerance_rad, margin=math.pi)
         if goal.kind == "seated":
             seat = view.site("chair_seat")
             height = tolerance(root[2], bounds=c.seat_height, margin=0.2)

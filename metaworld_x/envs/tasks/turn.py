@@ -28,6 +28,12 @@ def heading_off(root_quat) -> jnp.ndarray:
     return jnp.abs(jnp.angle(jnp.exp(1j * (yaw(root_quat) - math.pi))))
 
 
+def turned(view, tolerance_rad: float) -> jnp.ndarray:
+    """Standing (HumanoidBench's stance over 0.5) and facing -x within `tolerance_rad`: a robot that went down while
+    its heading swung round has not turned."""
+    return (stance(view) > 0.5) & (heading_off(view.root_quat) < tolerance_rad)
+
+
 @dataclass(frozen=True)
 class Turn(Task):
     """Turn round on the spot and stand facing back the way the robot faced at the start.
@@ -44,5 +50,4 @@ class Turn(Task):
         return stance(view) * closeness(heading_off(view.root_quat), near=tolerance, margin=math.pi - tolerance)
 
     def success(self, view, info):
-        upright = stance(view) > 0.5
-        return upright & (heading_off(view.root_quat) < math.radians(self.config.tolerance_deg))
+        return turned(view, math.radians(self.config.tolerance_deg))
