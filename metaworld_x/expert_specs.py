@@ -7,7 +7,8 @@ imitates them, how the two combine (the imitation constraint and its budget
 written next to it as spec.json, is shipped in experts/<skill>/.
 """
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from metaworld_x.errors import UserError
@@ -46,6 +47,8 @@ TRACKING_ERROR_GOAL = 0.06
 FAILURE_ERROR = 0.5
 # TrackingConfig's episode length, for specs that keep it (not imported: this module stays free of the simulator).
 DEFAULT_EPISODE_LENGTH = 500
+# An expert trained on a user's clip (`train expert NAME --clip`) ships that clip in its folder under this name.
+OWN_CLIP_FILE = "clip.npz"
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,9 @@ class ExpertSpec:
     """Steps per episode of `eval expert` (and of the goals in metrics.json); None: the training episode length.
     HumanoidBench's bars are on 1000-step episodes, as long as a router runs an expert; an expert that trains on
     shorter ones to see its hard part more often (crawl's get-down) is judged on the bar's own length."""
+    clip_settings: dict[str, Any] = field(default_factory=dict)
+    """An expert of a user's own clip (`metaworld_x.own_motion`): the clip's source file and each setting derived from
+    the clip, {name: {"value", "why"}}; empty for the library's experts."""
 
     def __post_init__(self):
         # The periodic evaluation during training runs whole episodes, as `eval expert` does: success is decided at
@@ -117,6 +123,9 @@ def _ppo(total_env_steps: int, budget: float, mode: str = "lagrangian", failure_
     )
     base.update(kw)
     return PPOConfig(total_env_steps=total_env_steps, constraint=constraint, **base)
+
+
+ppo_settings = _ppo  # the library's PPO settings, for specs built outside this table (metaworld_x.own_motion)
 
 
 EXPERTS: dict[str, ExpertSpec] = {
@@ -275,7 +284,8 @@ EXPERTS: dict[str, ExpertSpec] = {
 def expert_spec(skill: str, **ppo_overrides) -> ExpertSpec:
     """The spec of `skill`, its PPO settings optionally overridden (for short runs and tests)."""
     if skill not in EXPERTS:
-        raise UserError(f"unknown expert {skill!r}; experts: {', '.join(EXPERTS)}")
+        raise UserError(f"unknown expert {skill!r}; experts: {', '.join(EXPERTS)}; or train one on your own motion:"
+                        f" metaworld-x train expert {skill} --clip FILE")
     spec = EXPERTS[skill]
     if "eval_steps" in ppo_overrides:  # __post_init__ would quietly put the episode length back
         raise UserError("an expert's periodic evaluation runs whole episodes (success is decided at an episode's "
@@ -283,3 +293,45 @@ def expert_spec(skill: str, **ppo_overrides) -> ExpertSpec:
     if ppo_overrides:
         spec = replace(spec, ppo=replace(spec.ppo, **ppo_overrides))
     return spec
+
+
+def spec_from_record(record: dict[str, Any], folder: str | Path | None = None) -> ExpertSpec:
+    """The ExpertSpec a spec.json `record` describes (`ExpertSpec.record`). An own-motion expert's clip is read from
+    `folder`'s OWN_CLIP_FILE where the folder holds one, so that a moved folder still finds its clip."""
+    from metaworld_x.training.config import PPOConfig
+    from metaworld_x.training.constraint import ConstraintConfig
+
+    names = {f.name for f in fields(ExpertSpec)}
+    values = {k: v for k, v in record.items() if k in names}
+    try:
+        if isinstance(values.get("ppo"), dict):
+            ppo = dict(values["ppo"])
+            ppo["constraint"] = ConstraintConfig(**ppo.get("constraint", {}))
+            for key in ("policy_hidden", "value_hidden"):
+                if key in ppo:
+                    ppo[key] = tuple(ppo[key])
+            values["ppo"] = PPOConfig(**ppo)
+        values["clips"] = tuple(values["clips"])
+        if values.get("clip_settings") and folder is not None and (Path(folder) / OWN_CLIP_FILE).is_file():
+            values["clips"] = (str((Path(folder) / OWN_CLIP_FILE).resolve()),)
+        return ExpertSpec(**values)
+    except (TypeError, KeyError) as error:
+        raise UserError(f"the expert's spec.json{f' in {folder}' if folder else ''} is not an expert spec ({error});"
+                        " retrain the expert") from None
+
+
+def installed_spec(skill: str, directory: str | Path) -> ExpertSpec:
+    """The spec that evaluates and plays the expert in `directory`: the library's recipe for a shipped skill, else the
+    spec.json of an expert trained on a user's clip, which nothing here names."""
+    if skill in EXPERTS:
+        return EXPERTS[skill]
+    path = Path(directory) / "spec.json"
+    if not path.is_file():
+        expert_spec(skill)  # an unknown skill without a folder: the list of known ones, and how to train one
+    from metaworld_x.json_file import read_json_object
+
+    record = read_json_object(path, "the expert's spec")
+    if not record.get("clip_settings"):
+        raise UserError(f"{path} is not an own-motion expert's spec and {skill!r} is not a shipped expert; experts:"
+                        f" {', '.join(EXPERTS)}")
+    return spec_from_record(record, directory)

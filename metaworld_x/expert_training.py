@@ -24,7 +24,7 @@ from metaworld_x.envs.expert import expert_task, make_env
 from metaworld_x.envs.perturb import as_config
 from metaworld_x.envs.tasks.tracking import clip_fingerprints
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import ExpertSpec, expert_spec
+from metaworld_x.expert_specs import OWN_CLIP_FILE, ExpertSpec, installed_spec
 
 EVAL_EPISODES = 10
 
@@ -103,7 +103,11 @@ def ship_expert(spec: ExpertSpec, result, out_dir: Path, video: bool = True,
         "observation": "proprioception + tracking features (see metaworld_x.envs.tasks.tracking)",
     })
     export_onnx(policy, staging / "policy.onnx")
-    (staging / "spec.json").write_text(json.dumps(spec.record(), indent=2, default=str))
+    record = spec.record()
+    if spec.clip_settings:  # a user's clip travels with its expert, which nothing in the package names
+        shutil.copy(spec.clips[0], staging / OWN_CLIP_FILE)
+        record["clips"] = [str((final / OWN_CLIP_FILE).resolve())]
+    (staging / "spec.json").write_text(json.dumps(record, indent=2, default=str))
     if result.run_dir is not None and (result.run_dir / "curve.png").is_file():
         shutil.copy(result.run_dir / "curve.png", staging / "curve.png")
     metrics = evaluate_expert(staging, spec=spec)
@@ -193,7 +197,7 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
     """
     directory = Path(directory)
     params, policy_spec = load_expert(directory)
-    spec = spec or expert_spec(policy_spec.get("skill", directory.name))
+    spec = spec or installed_spec(policy_spec.get("skill", directory.name), directory)
     _check_skill(directory, spec, policy_spec)
     task = expert_task(spec)
     steps = spec.eval_episode_length if steps is None else steps

@@ -50,6 +50,10 @@ HOW_TESTED = (
     ("metaworld-x eval expert stand --expert-dir runs/tour/stand", "parsed here; needs the tour's trained expert; evaluation: "
      "tests/test_shipped_experts.py::test_every_shipped_expert_meets_its_recorded_metrics"),
     ("metaworld-x play --expert stand --experts-dir runs/tour", "parsed here; needs the tour's trained expert"),
+    ("metaworld-x motion check my_hop.bvh", "parsed here; my_hop.bvh stands for the user's file; each check on a clip "
+     "made to fail it: tests/test_motion_check.py"),
+    ("metaworld-x train expert hop --clip my_hop.bvh", "parsed here; minutes of training; a short run that eval and play "
+     "load: tests/test_own_motion.py::test_train_expert_with_a_clip_ships_an_expert_that_eval_and_play_load"),
     ("metaworld-x motion list --report", "run by tests/test_retarget.py::test_cli_list_report_shows_every_clip"),
     ("metaworld-x motion retarget FILE.bvh", "parsed here; FILE.bvh stands for the user's file; retargeting: tests/test_retarget.py"),
     ("metaworld-x motion show walk", "parsed here; rendering a clip: tests/test_retarget.py (motion show --video on a short clip)"),

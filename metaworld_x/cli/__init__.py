@@ -4,7 +4,8 @@ Each command is a frozen dataclass with a `run()` method, in a module of its
 own that imports heavy libraries only inside `run()`, so `--help` is instant.
 Errors that are the user's to fix print as one line, without a traceback, and exit with status 2: numbers
 out of range before any command runs (`numbers.py`), and each command's own refusals, of unreadable inputs and
-of unwritable outputs, before its work starts.
+of unwritable outputs, before its work starts. A command whose verdict is its exit status (`motion check`: 1 when it
+finds problems) returns it from `run()`.
 """
 
 import sys
@@ -41,7 +42,7 @@ def main(args: list[str] | None = None) -> int:
     )
     try:
         check_numbers(command)
-        command.run()
+        status = command.run()  # a command that reports a finding by its exit status returns it
     except UserError as error:
         # one line even where the message quotes a library's multi-line one
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
@@ -49,7 +50,7 @@ def main(args: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ class EvalExpert:
     """Evaluate a shipped expert: success over 10 episodes (`--episodes`), keypoint tracking error, task return, falls."""
 
     skill: tyro.conf.Positional[str]
-    """Expert skill (a folder in experts/)."""
+    """Expert skill (a folder in experts/), or the name of an expert trained on your own motion (--clip)."""
     seed: int = 0
     """Seed of the evaluation episodes."""
     episodes: int = 10
@@ -33,17 +33,19 @@ class EvalExpert:
         from metaworld_x.atomic import check_writable, write_text
         from metaworld_x.envs.perturb import perturb_suite
         from metaworld_x.errors import UserError
-        from metaworld_x.expert_specs import expert_spec
+        from metaworld_x.expert_specs import installed_spec
         from metaworld_x.expert_training import evaluate_expert, goals_line
         from metaworld_x.paths import EXPERTS_DIR
 
         if self.episodes < 1:
             raise UserError(f"--episodes must be at least 1, got {self.episodes}")
-        spec = expert_spec(self.skill)  # an unknown skill, or an unwritable --json-out, before the evaluation
+        directory = self.expert_dir or EXPERTS_DIR / self.skill
+        # an unknown skill, or an unwritable --json-out, before the evaluation; an own motion's spec is its spec.json
+        spec = installed_spec(self.skill, directory)
         if self.json_out is not None:
             check_writable(self.json_out, "--json-out")
         suite = perturb_suite(self.perturb)
-        metrics = evaluate_expert(self.expert_dir or EXPERTS_DIR / self.skill, spec=spec, seed=self.seed,
+        metrics = evaluate_expert(directory, spec=spec, seed=self.seed,
                                   episodes=self.episodes, steps=self.steps, perturb=self.perturb)
         print(f"perturbation: {self.perturb} ({suite.describe()})")
         print(f"success: {metrics['success']}/{metrics['episodes']}")

@@ -1,4 +1,4 @@
-"""`metaworld-x motion`: retarget human mocap to the robot, list the clip library, play a clip."""
+"""`metaworld-x motion`: retarget human mocap to the robot, list the clip library, play a clip, check one."""
 
 from __future__ import annotations
 
@@ -145,15 +145,50 @@ def _check_framebuffer(width: int, height: int) -> None:
                         f" scene's framebuffer), got {width}x{height}")
 
 
+# `motion check`'s exit status when it finds something the robot cannot follow (2 is bad input, as everywhere).
+PROBLEMS_FOUND = 1
+
+
+@dataclass(frozen=True)
+class Check:
+    """Say what in a motion the robot cannot follow, before any training is spent: joints past their limits,
+    self-collision, the body through the floor, the centre of mass off its support for long, joints faster than the
+    motors; each with how to fix it. Exit status 0: nothing found; 1: problems found; 2: the file cannot be read."""
+
+    file: tyro.conf.Positional[Path]
+    """A retargeted clip (.npz), or a .bvh or DeepMimic .txt, retarget first as `train expert NAME --clip` does."""
+
+    def run(self) -> int:
+        from metaworld_x.motion.followability import check_clip
+        from metaworld_x.own_motion import clip_from_file
+        from metaworld_x.robot import robot_spec
+
+        clip = clip_from_file(self.file, "check")
+        findings = check_clip(clip, robot_spec("h1").compile())
+        print(f"{self.file}: {clip.num_frames} frames ({clip.duration:.2f} s) at {clip.fps:g} fps")
+        width = max(len(f.check) for f in findings)
+        for finding in findings:
+            print(f"{finding.check.ljust(width)}  {'ok' if finding.ok else 'PROBLEM'}: {finding.summary}")
+            if not finding.ok:
+                print(f"{''.ljust(width)}  fix: {finding.fix}")
+        problems = [f.check for f in findings if not f.ok]
+        if not problems:
+            print("clean: nothing found that the robot cannot follow")
+            return 0
+        print(f"{len(problems)} problem(s) ({', '.join(problems)}): fix them before training on this motion")
+        return PROBLEMS_FOUND
+
+
 @dataclass(frozen=True)
 class Motion:
-    """Reference motions: retarget mocap onto the robot, list the library, play a clip."""
+    """Reference motions: retarget mocap onto the robot, list the library, play a clip, check one can be followed."""
 
     command: Union[
         Annotated[Retarget, tyro.conf.subcommand("retarget")],
         Annotated[List, tyro.conf.subcommand("list")],
         Annotated[Show, tyro.conf.subcommand("show")],
+        Annotated[Check, tyro.conf.subcommand("check")],
     ]
 
-    def run(self) -> None:
-        self.command.run()
+    def run(self) -> int | None:
+        return self.command.run()

@@ -10,11 +10,18 @@ import tyro
 
 @dataclass(frozen=True)
 class TrainExpert:
-    """Train an expert with imitation-constrained PPO (spec in metaworld_x/expert_specs.py) and ship it to
-    <run-dir>/expert (`--out experts/SKILL` replaces the shipped one)."""
+    """Train an expert with imitation-constrained PPO (spec in metaworld_x/expert_specs.py, or derived from --clip)
+    and ship it to <run-dir>/expert (`--out experts/SKILL` replaces the shipped one)."""
 
     skill: tyro.conf.Positional[str]
-    """Expert skill: stand, walk, run, sit, crawl, reach_one_hand, reach_two_hands, carry, push, door."""
+    """Expert skill: stand, walk, run, sit, crawl, reach_one_hand, reach_two_hands, carry, push, door; with --clip,
+    the name of your own motion's expert (e.g. two_footed_hop)."""
+    clip: Path | None = None
+    """Train on your own motion: a retargeted clip (.npz, as in assets/motions), or a .bvh or DeepMimic .txt that is
+    retargeted first. The spec is derived from the clip (docs/own-motion.md) and shipped in the expert's spec.json."""
+    describe: str | None = None
+    """With --clip: the expert's one-line description, which the router's language prior reads (e.g. "a two-footed
+    hop"); default the name's words."""
     total_env_steps: int | None = None
     """Override the spec's step budget (e.g. for a short trial run)."""
     num_envs: int | None = None
@@ -93,13 +100,14 @@ class TrainExpert:
             from metaworld_x.expert_training import ship_expert
 
             path = ship_expert(spec, result, out, video=self.video, initialised_from=self.init_from)
-            print(f"shipped to {path}" + ("" if self.out else f" (the installed expert is unchanged; --out"
-                                                                f" experts/{self.skill} replaces it)"))
+            if self.clip is not None:
+                print(f"shipped to {path}" + ("" if self.out else f" (install it with --out experts/{self.skill})"))
+            else:
+                print(f"shipped to {path}" + ("" if self.out else f" (the installed expert is unchanged; --out"
+                                                                    f" experts/{self.skill} replaces it)"))
 
     def _plan(self):
         """(spec, run folder, where to ship) of the run the options describe, refused before any work where wrong."""
-        from metaworld_x.expert_specs import expert_spec
-
         overrides = {
             k: v for k, v in (("total_env_steps", self.total_env_steps), ("num_envs", self.num_envs),
                               ("num_minibatches", self.num_minibatches), ("unroll_length", self.unroll_length),
@@ -107,14 +115,48 @@ class TrainExpert:
                               ("learning_rate", self.learning_rate), ("desired_kl", self.desired_kl),
                               ("backend", self.backend), ("seed", self.seed)) if v is not None
         }
-        spec = expert_spec(self.skill, **overrides)
         run_dir = self.run_dir or Path("runs") / self.skill
         out = self.out or run_dir / "expert"
-        self._check(run_dir, out)
+        if self.clip is not None:
+            spec = self._own_motion_spec(run_dir, out, overrides)
+        else:
+            from metaworld_x.expert_specs import expert_spec
+
+            if self.describe is not None:
+                from metaworld_x.errors import UserError
+
+                raise UserError("--describe describes an expert of your own motion; add --clip FILE, or drop it")
+            spec = expert_spec(self.skill, **overrides)
+            self._check(run_dir, out)
         # what is trained, stated up front: a spec edited in another checkout than the one imported shows here
         print(f"training {spec.skill}: clips {', '.join(spec.clips)}, objective {spec.objective},"
               f" tracking {spec.tracking or 'defaults'}, {spec.ppo.total_env_steps:,} steps on {spec.ppo.backend}")
         return spec, run_dir, out
+
+    def _own_motion_spec(self, run_dir: Path, out: Path, overrides: dict):
+        """The generic spec of --clip's motion, its settings derived from the clip and printed; the clip (retargeted
+        first where it is mocap) is saved in the run folder, which the spec reads it from."""
+        from metaworld_x.errors import UserError
+        from metaworld_x.motion.clip import save_clip
+        from metaworld_x.own_motion import (
+            check_name, clip_from_file, default_description, derive_settings, own_motion_spec, settings_lines,
+        )
+
+        check_name(self.skill)
+        if self.describe is not None and not self.describe.strip():
+            raise UserError('--describe is empty; say what the motion is in one line, e.g. --describe "a two-footed hop"')
+        if not self.clip.is_file():
+            raise UserError(f"--clip {self.clip}: no such motion file; give a retargeted clip (.npz), a .bvh or a"
+                            " DeepMimic .txt")
+        self._check(run_dir, out)
+        clip = clip_from_file(self.clip, self.skill, progress=True)
+        settings = derive_settings(clip)
+        saved = save_clip(clip, run_dir / "clip.npz")
+        description = " ".join((self.describe or default_description(self.skill)).split())
+        print(f"{self.skill}: {clip.num_frames} frames ({clip.duration:.2f} s) from {self.clip}; settings derived from"
+              " the clip:")
+        print("\n".join(settings_lines(settings)))
+        return own_motion_spec(self.skill, saved, description, settings, source=str(self.clip), **overrides)
 
     def _check(self, run_dir: Path, out: Path) -> None:
         """Refuse, before training, numbers the spec does not check and folders the run could not write."""

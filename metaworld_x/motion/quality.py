@@ -71,10 +71,20 @@ def foot_skating(sole_position: np.ndarray, contacts: np.ndarray, fps: float) ->
     return float(np.linalg.norm(velocity, axis=-1)[both].mean())
 
 
+def limit_excess(model: mujoco.MjModel, joint_pos: np.ndarray) -> np.ndarray:
+    """[T, 19] how far (rad) each joint is past its range, 0 within it; joint_pos [T, 19] in JOINT_NAMES order."""
+    ranges = np.array([model.jnt_range[model.joint(name).id] for name in JOINT_NAMES])
+    return np.maximum(np.maximum(ranges[:, 0] - joint_pos, joint_pos - ranges[:, 1]), 0.0)
+
+
+def outside_limits(model: mujoco.MjModel, joint_pos: np.ndarray) -> np.ndarray:
+    """[T, 19] whether each joint is outside its range (beyond the float32 rounding of a clip's angles)."""
+    return limit_excess(model, joint_pos) > _LIMIT_SLACK
+
+
 def limit_violations(model: mujoco.MjModel, joint_pos: np.ndarray) -> int:
     """Number of (frame, joint) pairs outside the joint's range; joint_pos [T, 19] in JOINT_NAMES order."""
-    ranges = np.array([model.jnt_range[model.joint(name).id] for name in JOINT_NAMES])
-    return int(np.sum((joint_pos < ranges[:, 0] - _LIMIT_SLACK) | (joint_pos > ranges[:, 1] + _LIMIT_SLACK)))
+    return int(np.sum(outside_limits(model, joint_pos)))
 
 
 def measure(

@@ -120,16 +120,17 @@ class ExpertController:
 def expert_scenario(skill: str, experts_dir: Path) -> Scenario:
     """Expert `skill` from `experts_dir/skill` in its own tracking task."""
     from metaworld_x.envs.expert import expert_task
-    from metaworld_x.expert_specs import expert_spec
+    from metaworld_x.expert_specs import EXPERTS, installed_spec
     from metaworld_x.policy import load_policy
     from metaworld_x.routing.scene import load_expert_spec
 
-    expert_spec(skill)  # unknown skill: a UserError listing the known ones
     directory = Path(experts_dir) / skill
+    own = installed_spec(skill, directory)  # unknown skill: a UserError listing the known ones
     if not (directory / "policy.json").is_file():
         raise UserError(f"no trained expert {skill!r} in {directory}; train it with `{train_expert_command(skill)}`")
     params, _ = load_policy(directory)
-    spec, _ = load_expert_spec(directory)  # the recipe it was trained with (its spec.json), not today's
+    # the recipe it was trained with (its spec.json), not today's; an own motion's clip from its folder
+    spec = load_expert_spec(directory)[0] if skill in EXPERTS else own
     # every play starts at the clip's first frame: repeatable, and in step with a ghost of the same clip
     spec = dataclasses.replace(spec, tracking={**spec.tracking, "phase_zero_fraction": 1.0})
     task = expert_task(spec)
