@@ -56,10 +56,14 @@ def clip_from_file(path: Path, name: str, progress: bool = False):
     else:
         raise UserError(f"{path}: unknown motion format {suffix or '(no suffix)'!r}; give a retargeted clip (.npz),"
                         " a .bvh or a DeepMimic .txt")
+    return clip
+
+
+def check_trainable(clip, path: Path) -> None:
+    """Refuse a clip an own-motion expert cannot track: one that moves props, which its floor scene lacks."""
     if clip.prop_joints:
         raise UserError(f"{path} moves scene props ({', '.join(n for n, _ in clip.prop_joints)}), which the floor scene"
                         " an own-motion expert trains in does not have; give a clip of the robot alone")
-    return clip
 
 
 def home_pose(model, keypoint_names):
@@ -128,5 +132,5 @@ def _shown(value) -> str:
     return str(value)
 
 
-__all__ = ["OWN_CLIP_FILE", "check_name", "clip_from_file", "default_description", "derive_settings", "home_pose",
+__all__ = ["OWN_CLIP_FILE", "check_name", "check_trainable", "clip_from_file", "default_description", "derive_settings", "home_pose",
            "own_motion_spec", "settings_lines"]

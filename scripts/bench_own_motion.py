@@ -74,7 +74,7 @@ def table(rows: list[dict], machine: str) -> str:
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
     lines = [" | ".join(h.ljust(w) for h, w in zip(header, widths)), "-|-".join("-" * w for w in widths)]
     lines += [" | ".join(c.ljust(w) for c, w in zip(cell, widths)) for cell in cells]
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def run(args: Args) -> str:

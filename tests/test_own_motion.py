@@ -14,6 +14,7 @@ from metaworld_x.cli import main
 from metaworld_x.expert_specs import EXPERT_ACTION_SCALE, EXPERTS, HOME_STARTS, OWN_CLIP_FILE, installed_spec
 from metaworld_x.motion.clip import save_clip
 from metaworld_x.own_motion import derive_settings
+from metaworld_x.paths import MOTIONS_DIR
 
 sys.path.insert(0, str(Path(__file__).parent))
 from robot_clips import clip_from_poses, home_joints, joint, poses  # noqa: E402
@@ -103,6 +104,7 @@ def test_a_fast_turning_body_widens_the_deviation_limit_and_the_failure_charge_w
     (("train", "expert", "Hop!", "--clip", "x.npz"), "must be lower-case letters"),
     (("train", "expert", "hop", "--clip", "missing.npz"), "no such motion file"),
     (("train", "expert", "walk", "--describe", "a walk"), "add --clip"),
+    (("train", "expert", "my_push", "--clip", str(MOTIONS_DIR / "push.npz")), "moves scene props (box)"),
     (("eval", "expert", "hop"), "train expert hop --clip FILE"),
 ])
 def test_bad_input_is_one_line_and_exit_status_2(capsys, tmp_path, monkeypatch, args, expected):

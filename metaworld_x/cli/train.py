@@ -139,7 +139,8 @@ class TrainExpert:
         from metaworld_x.errors import UserError
         from metaworld_x.motion.clip import save_clip
         from metaworld_x.own_motion import (
-            check_name, clip_from_file, default_description, derive_settings, own_motion_spec, settings_lines,
+            check_name, check_trainable, clip_from_file, default_description, derive_settings, own_motion_spec,
+            settings_lines,
         )
 
         check_name(self.skill)
@@ -150,6 +151,7 @@ class TrainExpert:
                             " DeepMimic .txt")
         self._check(run_dir, out)
         clip = clip_from_file(self.clip, self.skill, progress=True)
+        check_trainable(clip, self.clip)
         settings = derive_settings(clip)
         saved = save_clip(clip, run_dir / "clip.npz")
         description = " ".join((self.describe or default_description(self.skill)).split())
