@@ -51,12 +51,12 @@ class ExpertAgent:
     """
 
     def __init__(self, skill: str, env, experts_dir: Path | None = None, seed: int = 0):
-        from metaworld_x.expert_specs import expert_spec
+        from metaworld_x.expert_specs import installed_spec
         from metaworld_x.paths import EXPERTS_DIR
         from metaworld_x.routing.scene import build_expert_scene
 
-        expert_spec(skill)  # an unknown skill: a UserError listing the known ones
         directory = Path(experts_dir or EXPERTS_DIR) / skill
+        installed_spec(skill, directory)  # an unknown skill (not an own motion's either): a UserError listing the known ones
         if not (directory / "policy.json").is_file():
             raise UserError(f"no trained expert {skill!r} in {directory}; train it with `metaworld-x train expert {skill}`")
         task = getattr(env.unwrapped, "task", None)

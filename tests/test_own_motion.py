@@ -152,8 +152,15 @@ def test_train_expert_with_a_clip_ships_an_expert_that_eval_and_play_load(capsys
     assert all(settings[key]["why"] for key in settings if key != "source")
     assert spec["tracking"]["episode_length"] == settings["episode_length"]["value"] == 100
     assert spec["ppo"]["constraint"]["min_multiplier"] == 2.0 and spec["objective"] is None
-    # the router's language prior reads the description from the expert's policy.json
-    assert json.loads((folder / "policy.json").read_text())["description"] == "wave both arms gently"
+    # the router loads it from spec.json, and its language prior reads the description
+    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.routing.pipeline import expert_catalog
+    from metaworld_x.routing.scene import load_expert_spec
+
+    routed, scale = load_expert_spec(folder)
+    assert routed.clips == (str((folder / OWN_CLIP_FILE).resolve()),) and scale == settings["action_scale"]["value"]
+    catalog = expert_catalog(ExpertSet.load({"gentle_wave": folder}))
+    assert catalog.descriptions["gentle_wave"] == "wave both arms gently"
 
     # moved elsewhere, the folder still finds its clip
     moved = tmp_path / "elsewhere" / "gentle_wave"
