@@ -66,7 +66,7 @@ def _flagged(capsys, tmp_path, clip, expected: str, *fragments: str) -> str:
 def test_a_joint_past_its_range_is_named(capsys, tmp_path):
     joints = _waving()
     joints[40:60, joint("left_knee")] = -0.5  # the knee's range starts at -0.26
-    _flagged(capsys, tmp_path, clip_from_poses(joints), "joint limits", "left_knee", "20 frames", "at 0.80-1.18 s")
+    _flagged(capsys, tmp_path, clip_from_poses(joints), "joint limits", "left_knee", "past its range at 0.80-1.18 s")
 
 
 def test_an_arm_through_the_torso_is_a_self_collision(capsys, tmp_path):

@@ -69,9 +69,14 @@ def joint_speed_limits() -> np.ndarray:
 
 
 def _at(frames: np.ndarray, fps: float) -> str:
-    """'at 1.20-1.46 s' for a run of frame indices (first to last)."""
+    """When frames [N] (indices, ascending) happen: 'at 1.20 s', 'at 1.20-1.46 s' for one stretch, 'in 9 frames between
+    1.20 and 3.02 s' for several."""
     first, last = int(frames.min()), int(frames.max())
-    return f"at {first / fps:.2f} s" if first == last else f"at {first / fps:.2f}-{last / fps:.2f} s"
+    if first == last:
+        return f"at {first / fps:.2f} s"
+    if last - first + 1 == len(frames):
+        return f"at {first / fps:.2f}-{last / fps:.2f} s"
+    return f"in {len(frames)} frames between {first / fps:.2f} and {last / fps:.2f} s"
 
 
 def _longest_run(flags: np.ndarray) -> tuple[int, int]:
@@ -95,8 +100,7 @@ def check_joint_limits(model: mujoco.MjModel, clip: Clip) -> Finding:
     parts = []
     for j in np.flatnonzero(outside.any(axis=0)):
         frames = np.flatnonzero(outside[:, j])
-        parts.append(f"{JOINT_NAMES[j]} {np.degrees(excess[:, j].max()):.0f}° past its range in {len(frames)} frames"
-                     f" ({_at(frames, clip.fps)})")
+        parts.append(f"{JOINT_NAMES[j]} up to {np.degrees(excess[:, j].max()):.0f}° past its range {_at(frames, clip.fps)}")
     return Finding("joint limits", False, "; ".join(parts),
                    "retarget the source onto the robot, which keeps every joint in range (`metaworld-x motion retarget"
                    " SOURCE --skill NAME --out FILE`, or give --clip the .bvh/.txt itself); a clip made elsewhere must"
@@ -146,7 +150,7 @@ def check_self_collision(model: mujoco.MjModel, clip: Clip, config: CheckConfig)
              if depth.max() > config.self_collision_m}
     if not found:
         return Finding("self-collision", True, f"no two bodies overlap by more than {config.self_collision_m * 100:.0f} cm")
-    parts = [f"{a} into {b} up to {depth.max() * 100:.0f} cm ({_at(np.flatnonzero(depth > config.self_collision_m), clip.fps)})"
+    parts = [f"{a} into {b} up to {depth.max() * 100:.0f} cm {_at(np.flatnonzero(depth > config.self_collision_m), clip.fps)}"
              for (a, b), depth in sorted(found.items(), key=lambda item: -item[1].max())]
     return Finding("self-collision", False, "; ".join(parts),
                    "the robot's limbs are thicker than a person's: move them apart in the source at those times (arms"
@@ -156,10 +160,11 @@ def check_self_collision(model: mujoco.MjModel, clip: Clip, config: CheckConfig)
 def check_floor(model: mujoco.MjModel, clip: Clip, config: CheckConfig, height: np.ndarray) -> Finding:
     below = height < -config.floor_m
     if not below.any():
-        return Finding("floor", True, f"nothing below the floor (lowest point {min(0.0, float(height.min())) * 100:.1f} cm)")
+        return Finding("floor", True, f"nothing more than {config.floor_m * 100:.0f} cm below the floor (deepest"
+                                      f" {max(0.0, -float(height.min())) * 100:.1f} cm)")
     frames = np.flatnonzero(below)
     return Finding("floor", False, f"the body is {-height.min() * 100:.1f} cm below the floor in {len(frames)} frames"
-                                   f" ({_at(frames, clip.fps)})",
+                                   f" {_at(frames, clip.fps)}",
                    "retarget the source, which lifts every frame out of the floor (`metaworld-x motion retarget`), or"
                    f" raise the clip's root_pos z by {-height.min() * 100:.1f} cm in those frames")
 
@@ -174,7 +179,7 @@ def check_balance(clip: Clip, config: CheckConfig, height: np.ndarray, margin: n
                                         f" for {seconds:.2f} s at most (limit {config.outside_s:g} s)")
     frames = np.arange(start, start + length)
     return Finding("balance", False, f"the centre of mass is {-margin[frames].min() * 100:.0f} cm past the support polygon"
-                                     f" for {seconds:.2f} s ({_at(frames, clip.fps)}), longer than a step lasts",
+                                     f" for {seconds:.2f} s {_at(frames, clip.fps)}, longer than a step lasts",
                    "the robot falls there unless the pose is held up by something the floor scene lacks (a chair, a"
                    " wall, a hand on a table); move the pelvis over the feet in the source, or cut that segment out"
                    " (`motion retarget --start/--end`)")
@@ -191,11 +196,12 @@ def check_joint_speed(clip: Clip, config: CheckConfig) -> Finding:
         return Finding("joint speed", True, f"every joint within its motor's speed (closest: {JOINT_NAMES[worst]} at"
                                             f" {speed[:, worst].max():.1f} of {limits[worst]:g} rad/s)")
     parts = [f"{JOINT_NAMES[j]} up to {speed[:, j].max():.1f} rad/s (motor limit {limits[j]:g}) for"
-             f" {over[:, j].sum() / clip.fps:.2f} s ({_at(np.flatnonzero(over[:, j]), clip.fps)})" for j in fast]
+             f" {over[:, j].sum() / clip.fps:.2f} s {_at(np.flatnonzero(over[:, j]), clip.fps)}" for j in fast]
     slower = float(max(speed[:, j].max() / limits[j] for j in fast))
     return Finding("joint speed", False, "; ".join(parts),
-                   f"play the motion {slower:.1f} times slower (stretch the source's frame time by that much before"
-                   " retargeting), or smooth the fast part out of the source")
+                   f"play the motion {slower:.1f} times slower: stretch the source's frame time by that much (a BVH's"
+                   " `Frame Time`, the first number of each DeepMimic frame) before retargeting, or smooth the fast"
+                   " part out of the source")
 
 
 def check_clip(clip: Clip, model: mujoco.MjModel, config: CheckConfig = CheckConfig()) -> list[Finding]:
