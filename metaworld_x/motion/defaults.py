@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from metaworld_x.expert_specs import DEFAULT_EPISODE_LENGTH, EXPERT_ACTION_SCALE, FAILURE_ERROR, HOME_STARTS
+from metaworld_x.expert_specs import DEFAULT_EPISODE_LENGTH, EXPERT_ACTION_SCALE, HOME_STARTS
 from metaworld_x.motion.clip import Clip
 from metaworld_x.robot.constants import JOINT_NAMES
 
@@ -190,7 +190,7 @@ def deviation_limit(clip: Clip, config: DefaultsConfig = DefaultsConfig()) -> Se
     rate = turn_rate(clip)
     base = config.base_deviation_m
     if rate <= config.library_turn_rate:
-        return Setting(base, f"{base} m, as every shipped expert, from quiet standing to a sprint and a crawl: the"
+        return Setting(base, f"{base} m, as for every shipped expert (quiet standing to a sprint and a crawl): the"
                              f" pelvis turns at {rate:.1f} rad/s, within the shipped clips' {config.library_turn_rate}")
     limit = round(min(config.max_deviation_m, base * rate / config.library_turn_rate), 2)
     return Setting(limit, f"{limit} m: the pelvis turns at {rate:.1f} rad/s, faster than any shipped clip's"
@@ -200,9 +200,9 @@ def deviation_limit(clip: Clip, config: DefaultsConfig = DefaultsConfig()) -> Se
 
 def failure_charge(deviation: float) -> Setting:
     """The tracking error charged for every step after a fall (`ConstraintConfig.failure_error`)."""
-    return Setting(deviation, f"the deviation limit ({deviation} m, as the shipped {FAILURE_ERROR} m is theirs): a"
-                              " fall costs as much as never getting back; without a charge, ending an episode early"
-                              " was the cheapest way out of the tracking cost")
+    return Setting(deviation, f"{deviation} m, the deviation limit, as for every shipped expert: a fall costs as much"
+                              " as never getting back; without a charge, ending episodes early was the cheapest way out"
+                              " of the tracking cost")
 
 
 def multiplier_floor(config: DefaultsConfig = DefaultsConfig()) -> Setting:
