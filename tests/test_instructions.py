@@ -53,6 +53,7 @@ def test_every_wording_of_a_chain_composes_to_its_subgoals_and_scene(cls, matche
         composed = compose(wording, matcher)
         assert _goals(composed) == _goals(cls) and composed.scene == cls.scene, wording
         assert resolver.resolve(wording).task.name == cls.name, wording
+    assert resolver.sequence(cls.name) is entry, "the catalog's name is the task too (eval scripted walk_sit)"
 
 
 def test_single_skill_tasks_and_their_probes_still_resolve_to_themselves(resolver):

@@ -214,9 +214,14 @@ class TaskResolver:
 
     def sequence(self, instruction: str) -> CompositeTask | None:
         """The catalog's sequential task whose sub-goals (kind and skill, in order) `instruction` composes to, if any
-        (`instructions.compose`): "sit on the chair after you walk to it" is walk_sit in another order."""
+        (`instructions.compose`): "sit on the chair after you walk to it" is walk_sit in another order. The
+        catalog's name of one ("walk_sit") is that task too."""
         from metaworld_x.envs.tasks import TASKS
         from metaworld_x.routing.instructions import SkillMatcher, compose
+
+        named = next((entry for entry in CATALOG if entry.sequential and entry.name == instruction.strip()), None)
+        if named is not None:
+            return named
 
         if self._matcher is None:
             self._matcher = SkillMatcher(self.encoder)
