@@ -244,9 +244,60 @@ def _router_limits(task: str, metrics: dict, names: list[str]) -> list[str]:
     return limits
 
 
+def one_router_card(folder: Path) -> str:
+    """The card of the one router of all tasks (router/all/, `train router --all`)."""
+    metrics, router = _load(folder / "metrics.json"), _load(folder / "router.json")
+    names = [e["name"] for e in router.get("experts") or []]
+    config, train_config = router.get("config", {}), metrics.get("config") or {}
+    selected = metrics.get("selected_evaluation") or {}
+    out = [f"## {folder.name}", ""]
+    out.append(f"**What it does.** One network for {len(router.get('tasks', {}))} catalog tasks: reads the robot's state "
+               f"in the task's scene and the instruction's text embedding, and weighs the {len(names)} installed experts' "
+               f"actions at every control step. State: {router.get('state_layout', 'not recorded')}. Network: "
+               f"{router.get('obs_size', '?')} state + {router.get('text_size', '?')} text inputs → "
+               f"{'-'.join(str(h) for h in config.get('hidden', []))} → {len(names)} weights ({config.get('output', '?')}), "
+               f"weights under {config.get('min_weight', '?')} dropped. Files: `router.msgpack`, `router.json`, `world_model/`.")
+    out.append("")
+    out.append("**Data.** Rollouts of these experts in every task's scene (no human data): "
+               + ", ".join(f"{e['name']} `{e.get('hash', '?')}`" for e in router.get("experts") or []) + ". "
+               "Priors over the experts from the packaged text encoder, one per task (a sequence's per sub-goal).")
+    out.append("")
+    seconds = metrics.get("seconds") or {}
+    out.append(f"**Training.** One world model on every task's rollouts; the router fitted to every task's prior, then "
+               f"in imagination under the decaying prior KL, then {train_config.get('finetune_rounds', '?')} round(s) on its "
+               f"own rollouts in every scene; {_num(metrics.get('env_steps'))} env steps, "
+               f"{_minutes(seconds.get('training_total'))} of training ({_minutes(metrics.get('wall_clock_s'))} wall clock "
+               f"with evaluations) on {metrics.get('machine', 'a machine not recorded')}.")
+    out += ["", "```bash", "metaworld-x train router --all", "```", ""]
+    out.append(f"**Evaluation** (`metaworld-x eval router --seed {train_config.get('seed', 0)}`; shipped: round "
+               f"{_round(selected)} of " + ", ".join(_round(e) for e in metrics.get("evals") or []) + "):")
+    out += ["", "| task | success | return | time to success | weights |", "|---|---|---|---|---|"]
+    for task, row in (selected.get("tasks") or {}).items():
+        tts = row.get("time_to_success_s")
+        out.append(f"| {task} | {_ratio(row)} | {_num(row.get('return_mean'), 1)} ± {_num(row.get('return_std'), 1)} | "
+                   f"{'—' if tts is None else f'{tts:.2f} s'} | {_weights(row, names)} |")
+    out.append("")
+    out.append("**Limits.**")
+    skipped = metrics.get("skipped_tasks") or {}
+    out += [f"- Not trained on {task}: it {why}." for task, why in skipped.items()]
+    failed = [t for t, row in (selected.get("tasks") or {}).items() if row.get("success", 0) < row.get("episodes", 0)]
+    if failed:
+        out.append(f"- Fails some or all episodes of {', '.join(failed)}.")
+    later = [e for e in metrics.get("evals") or [] if e.get("round", -1) > selected.get("round", -1)]
+    if later:
+        out.append("- Its rounds in imagination scored fewer successes on real episodes ("
+                   + ", ".join(f"round {_round(e)}: {_ratio(e)}" for e in later)
+                   + f", against {_ratio(selected)}): what ships follows the language priors.")
+    out.append(f"- {ALL_ROUTERS[0]}")
+    out.append("")
+    return "\n".join(out)
+
+
 def router_card(folder: Path) -> str:
     """The card of one router folder (router/<name>/)."""
     metrics, router = _load(folder / "metrics.json"), _load(folder / "router.json")
+    if "tasks" in router:
+        return one_router_card(folder)
     task = metrics.get("task") or router.get("task") or folder.name
     experts = router.get("experts") or metrics.get("experts") or []
     names = [e["name"] for e in experts]
@@ -336,6 +387,12 @@ def routers_readme(router_dir: Path) -> str:
     rows = ["| router | instruction | success | return | time to success | weights | training |", "|---|---|---|---|---|---|---|"]
     for folder in folders:
         m, r = _load(folder / "metrics.json"), _load(folder / "router.json")
+        if "tasks" in r:  # the one router of all tasks: its totals, per task on its card
+            s = m.get("selected_evaluation") or {}
+            rows.append(f"| [{folder.name}](#{folder.name}) | each of its {len(r['tasks'])} tasks' | {_ratio(s)} | "
+                        f"{_num(s.get('return_mean'), 1)} | — | per task | "
+                        f"{_minutes((m.get('seconds') or {}).get('training_total'))} |")
+            continue
         s = m.get("selected") or m.get("final") or {}
         names = [e["name"] for e in r.get("experts") or m.get("experts") or []]
         tts = s.get("time_to_success_s")

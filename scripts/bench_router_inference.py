@@ -1,6 +1,6 @@
 """Router inference for one robot on the CPU, as one table, side by side with the goal.
 
-    python scripts/bench_router_inference.py [--task stand] [--calls 2000] [--plans 50]
+    python scripts/bench_router_inference.py [--task stand | --task all] [--calls 2000] [--plans 50]
 
 Rows, all with a shipped router (router/<task>/, every installed expert, K as shipped) and one robot:
 - the router network alone: jitted `Router.weights` on device arrays, after warm-up (goal: at most 1 ms);
@@ -26,7 +26,9 @@ import tyro
 @dataclass(frozen=True)
 class Args:
     task: str = "stand"
-    """The shipped router to time (a folder in router/)."""
+    """The shipped router to time (a folder in router/; `all` for the one router of all tasks)."""
+    of_task: str | None = None
+    """With --task all: the task whose instruction embedding it reads; default its first."""
     calls: int = 2000
     """Timed calls for the router and the control step, after warm-up."""
     plans: int = 50
@@ -60,6 +62,7 @@ def main(args: Args) -> None:
     from metaworld_x.errors import UserError
     from metaworld_x.machine import describe_machine
     from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
+    from metaworld_x.routing.all_tasks import is_one_router, task_view
     from metaworld_x.routing.checkpoint import load_router, trained_experts
     from metaworld_x.routing.evaluation import shipped_world_model
     from metaworld_x.routing.experts import ExpertSet
@@ -73,6 +76,8 @@ def main(args: Args) -> None:
     folder = (args.router_dir or ROUTER_DIR) / args.task
     experts = ExpertSet.load(trained_experts(folder, args.experts_dir or EXPERTS_DIR))
     router, params, record = load_router(folder, experts)
+    if is_one_router(record):
+        record = task_view(record, args.of_task or next(iter(record["tasks"])), folder)
     text = np.asarray(record["text_embedding"], np.float32)[None]  # [1, text]
     obs = np.asarray(params.obs_mean, np.float32)[None]  # [1, obs]: one robot
 

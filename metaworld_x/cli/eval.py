@@ -29,6 +29,28 @@ class EvalExpert:
     perturb: str = "none"
     """Perturbation suite: none, push, model, latency, noise or all (metaworld_x/envs/perturb.py)."""
 
+    def _runs(self, root: Path) -> list[tuple[Path, str | None]]:
+        """What to evaluate: (the one router, each of its tasks) where it is shipped and --per-task is not given,
+        else (each per-task router, None); --task picks one."""
+        from metaworld_x.errors import UserError
+        from metaworld_x.json_file import read_json_object
+        from metaworld_x.routing.all_tasks import ALL_TASKS_DIR
+        from metaworld_x.routing.evaluation import shipped_routers
+
+        one = Path(root) / ALL_TASKS_DIR
+        if not self.per_task and (one / "router.json").is_file():
+            tasks = list(read_json_object(one / "router.json", "the router's record")["tasks"])
+            if self.task is not None and self.task not in tasks:
+                raise UserError(f"the one router in {one} was not trained on {self.task!r}; its tasks: {', '.join(tasks)}"
+                                " (--per-task evaluates the per-task routers)")
+            return [(one, t) for t in tasks if self.task in (None, t)]
+        folders = shipped_routers(root)
+        if self.task is not None:
+            folders = [f for f in folders if f.name == self.task]
+            if not folders:
+                raise UserError(f"no router for task {self.task!r} in {root}; shipped: {', '.join(p.name for p in shipped_routers(root))}")
+        return [(f, None) for f in folders]
+
     def run(self) -> None:
         from metaworld_x.atomic import check_writable, write_text
         from metaworld_x.envs.perturb import perturb_suite
@@ -66,11 +88,15 @@ class EvalExpert:
 @dataclass(frozen=True)
 class EvalRouter:
     """Evaluate shipped routers: task, success k/10, return, time to success, expert weights over time (PNG),
-    and the ablation table (full, no VLM, no world model, no router) recorded when each was trained. With
-    `--plan mppi`, the executed weights are planned in the router's world model instead (weights_mppi.png)."""
+    and the ablation table (full, no VLM, no world model, no router) recorded when each was trained. The one
+    router of all tasks (router/all/, `train router --all`) is evaluated on each of its tasks when it is shipped;
+    --per-task evaluates the per-task routers instead. With `--plan mppi`, the executed weights are planned in the
+    router's world model instead (weights_mppi.png)."""
 
     task: str | None = None
-    """A task folder in router/ (e.g. stand); default every shipped router."""
+    """A task (e.g. stand): one of the one router's tasks, or a per-task router's folder; default every one."""
+    per_task: bool = False
+    """Evaluate the per-task routers (router/<task>/) even where the one router of all tasks is shipped."""
     instruction: tuple[str, ...] = ()
     """Wordings to evaluate (each must resolve to the router's task); default the trained one."""
     probes: bool = False
@@ -118,13 +144,35 @@ class EvalRouter:
 
         return MppiConfig(**knobs)
 
+    def _runs(self, root: Path) -> list[tuple[Path, str | None]]:
+        """What to evaluate: (the one router, each of its tasks) where it is shipped and --per-task is not given,
+        else (each per-task router, None); --task picks one."""
+        from metaworld_x.errors import UserError
+        from metaworld_x.json_file import read_json_object
+        from metaworld_x.routing.all_tasks import ALL_TASKS_DIR
+        from metaworld_x.routing.evaluation import shipped_routers
+
+        one = Path(root) / ALL_TASKS_DIR
+        if not self.per_task and (one / "router.json").is_file():
+            tasks = list(read_json_object(one / "router.json", "the router's record")["tasks"])
+            if self.task is not None and self.task not in tasks:
+                raise UserError(f"the one router in {one} was not trained on {self.task!r}; its tasks: {', '.join(tasks)}"
+                                " (--per-task evaluates the per-task routers)")
+            return [(one, t) for t in tasks if self.task in (None, t)]
+        folders = shipped_routers(root)
+        if self.task is not None:
+            folders = [f for f in folders if f.name == self.task]
+            if not folders:
+                raise UserError(f"no router for task {self.task!r} in {root}; shipped: {', '.join(p.name for p in shipped_routers(root))}")
+        return [(f, None) for f in folders]
+
     def run(self) -> None:
         from metaworld_x.atomic import check_writable, write_text
         from metaworld_x.envs.perturb import perturb_suite
         from metaworld_x.errors import UserError
         from metaworld_x.json_file import read_json_object
         from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
-        from metaworld_x.routing.evaluation import PROBES, ablation_table, evaluate_router, results_table, shipped_routers
+        from metaworld_x.routing.evaluation import PROBES, ablation_table, evaluate_router, results_table
 
         suite = perturb_suite(self.perturb)
         planner = self.planner()
@@ -135,23 +183,22 @@ class EvalRouter:
         if self.json_out is not None:
             check_writable(self.json_out, "--json-out")
         root = self.router_dir or ROUTER_DIR
-        folders = shipped_routers(root)
-        if self.task is not None:
-            folders = [f for f in folders if f.name == self.task]
-            if not folders:
-                raise UserError(f"no router for task {self.task!r} in {root}; shipped: {', '.join(p.name for p in shipped_routers(root))}")
-        for folder in folders:
-            check_writable(self.plots_dir / folder.name, "--plots-dir", folder=True)
+        runs = self._runs(root)  # [(router folder, task or None for its own)]
+        for folder, task in runs:
+            check_writable(self.plots_dir / (task or folder.name), "--plots-dir", folder=True)
         reports = []
-        for folder in folders:
+        for folder, task in runs:
             record = read_json_object(folder / "router.json", "the router's record")
-            wordings = list(self.instruction) or [record["instruction"]]
+            trained = record["tasks"][task]["instruction"] if task is not None else record["instruction"]
+            wordings = list(self.instruction) or [trained]
             if self.probes:
-                wordings += list(PROBES.get(record["task"], ()))
+                wordings += list(PROBES.get(task or record["task"], ()))
             report = evaluate_router(folder, self.experts_dir or EXPERTS_DIR, wordings, self.episodes, self.seed, self.steps,
-                                     plan=planner, plots_dir=self.plots_dir / folder.name, perturb=self.perturb)
+                                     plan=planner, plots_dir=self.plots_dir / (task or folder.name), perturb=self.perturb,
+                                     task=task)
             metrics_path = folder / "metrics.json"
-            report["metrics"] = read_json_object(metrics_path, "the router's metrics") if metrics_path.is_file() else {}
+            metrics = read_json_object(metrics_path, "the router's metrics") if metrics_path.is_file() else {}
+            report["metrics"] = metrics if task is None else {}  # the one router's has no per-task ablations
             reports.append(report)
         print(f"perturbation: {self.perturb} ({suite.describe()})")
         print(results_table(reports))
@@ -187,6 +234,28 @@ class EvalScripted:
     """Also write the results to this JSON file."""
     perturb: str = "none"
     """Perturbation suite: none, push, model, latency, noise or all (metaworld_x/envs/perturb.py)."""
+
+    def _runs(self, root: Path) -> list[tuple[Path, str | None]]:
+        """What to evaluate: (the one router, each of its tasks) where it is shipped and --per-task is not given,
+        else (each per-task router, None); --task picks one."""
+        from metaworld_x.errors import UserError
+        from metaworld_x.json_file import read_json_object
+        from metaworld_x.routing.all_tasks import ALL_TASKS_DIR
+        from metaworld_x.routing.evaluation import shipped_routers
+
+        one = Path(root) / ALL_TASKS_DIR
+        if not self.per_task and (one / "router.json").is_file():
+            tasks = list(read_json_object(one / "router.json", "the router's record")["tasks"])
+            if self.task is not None and self.task not in tasks:
+                raise UserError(f"the one router in {one} was not trained on {self.task!r}; its tasks: {', '.join(tasks)}"
+                                " (--per-task evaluates the per-task routers)")
+            return [(one, t) for t in tasks if self.task in (None, t)]
+        folders = shipped_routers(root)
+        if self.task is not None:
+            folders = [f for f in folders if f.name == self.task]
+            if not folders:
+                raise UserError(f"no router for task {self.task!r} in {root}; shipped: {', '.join(p.name for p in shipped_routers(root))}")
+        return [(f, None) for f in folders]
 
     def run(self) -> None:
         from metaworld_x.atomic import check_writable, write_text

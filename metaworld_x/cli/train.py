@@ -176,43 +176,53 @@ class TrainExpert:
 
 @dataclass(frozen=True)
 class TrainRouter:
-    """Train the world model and the router for one task on the installed experts, and ship it to router/<task>/.
+    """Train the world model and the router for one task on the installed experts, and ship it to router/<task>/;
+    with --all, one router for every catalog task, shipped to router/all/.
 
     Collects expert rollouts in the task's scene (cpu backend), trains the world model, reports its
     k-step error on held-out rollouts, trains the router in imagination under the decaying VLM-prior KL,
-    fine-tunes on the router's own rollouts, evaluates, and ships. Defaults take about 20 minutes on 2 cores.
+    fine-tunes on the router's own rollouts, evaluates, and ships. Defaults take about 20 minutes on 2 cores
+    for one task, under an hour for all of them (--all).
     """
 
-    task: str = "stand still"
-    """An instruction in plain English, or a catalog task: fetch, push, door, sit, stand, run, crawl, reach."""
+    task: str | None = None
+    """An instruction in plain English, or a catalog task: fetch, push, door, sit, stand, run, crawl, reach;
+    default "stand still"."""
+    all: bool = False
+    """Train one router for all catalog tasks (or --tasks), conditioned on each instruction's embedding, in one
+    world model (metaworld_x/routing/all_tasks.py)."""
+    tasks: tuple[str, ...] = ()
+    """With --all: the catalog tasks to train on; default all of them."""
     experts_dir: Path | None = None
     """Where the experts are installed; default experts/."""
     out: Path | None = None
-    """Where to ship; default router/ (the router goes to <out>/<task>/)."""
+    """Where to ship; default router/ (the router goes to <out>/<task>/, or <out>/all/ with --all)."""
     run_dir: Path = Path("runs/router")
-    """Buffers, world models and router stages (per task), for --resume."""
+    """Buffers, world models and router stages (per task, or all/), for --resume."""
     resume: bool = False
     """Continue a killed run from its last finished stage."""
     ablations: bool = False
     """Also train the no-VLM and no-world-model variants and evaluate the no-router one (about 2x the time)."""
-    num_worlds: int = 32
-    """Parallel simulations while collecting."""
-    collect_steps: int = 300
-    """Control steps per world of the expert rollouts."""
-    wm_steps: int = 3000
-    """World-model gradient steps on the expert data."""
-    imagination_updates: int = 600
-    """Router updates in imagination before fine-tuning."""
-    finetune_rounds: int = 2
-    """Rounds of real router rollouts + world-model updates + imagination."""
-    finetune_steps: int = 150
-    """Control steps per world per fine-tune round."""
-    finetune_wm_steps: int = 500
-    """World-model gradient steps per fine-tune round."""
-    finetune_updates: int = 200
-    """Imagination updates per fine-tune round."""
-    eval_episodes: int = 10
-    """Seeded evaluation episodes."""
+    num_worlds: int | None = None
+    """Parallel simulations while collecting (per task with --all); default 32 (--all: 10)."""
+    collect_steps: int | None = None
+    """Control steps per world of the expert rollouts; default 300."""
+    wm_steps: int | None = None
+    """World-model gradient steps on the expert data; default 3000 (--all: 4000)."""
+    imagination_updates: int | None = None
+    """Router updates in imagination before fine-tuning; default 600."""
+    finetune_rounds: int | None = None
+    """Rounds of real router rollouts + world-model updates + imagination; default 2 (--all: 1)."""
+    finetune_steps: int | None = None
+    """Control steps per world per fine-tune round; default 150 (--all: 100)."""
+    finetune_wm_steps: int | None = None
+    """World-model gradient steps per fine-tune round; default 500 (--all: 1000)."""
+    finetune_updates: int | None = None
+    """Imagination updates per fine-tune round; default 200 (--all: 300)."""
+    prior_fit_updates: int | None = None
+    """With --all: supervised updates fitting the router to every task's prior first; default 1500."""
+    eval_episodes: int | None = None
+    """Seeded evaluation episodes (per task with --all); default 10."""
     eval_steps: int | None = None
     """Steps per evaluation episode; default the task's episode length."""
     seed: int = 0
@@ -228,17 +238,32 @@ class TrainRouter:
     vlm_trust_remote_code: bool = False
     """Let transformers run the code that --vlm's model ships with (only for a model you trust)."""
 
+    _BUDGET = ("num_worlds", "collect_steps", "wm_steps", "imagination_updates", "finetune_rounds", "finetune_steps",
+               "finetune_wm_steps", "finetune_updates", "eval_episodes", "eval_steps")
+
+    def _overrides(self, names) -> dict:
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+
     def config(self):
         from dataclasses import replace
 
+        from metaworld_x.errors import UserError
+        from metaworld_x.routing.all_tasks import AllTasksConfig
         from metaworld_x.routing.pipeline import RouterTrainConfig
 
-        base = RouterTrainConfig()
+        base = AllTasksConfig() if self.all else RouterTrainConfig()
+        if self.all:
+            if self.task is not None or self.ablations:
+                raise UserError("--all trains one router on every catalog task (choose some with --tasks);"
+                                " --task and --ablations are for one task's router")
+            extra = {"tasks": self.tasks} if self.tasks else {}
+            extra.update(self._overrides(("prior_fit_updates",)))
+        else:
+            if self.tasks or self.prior_fit_updates is not None:
+                raise UserError("--tasks and --prior-fit-updates apply to the one router of --all; add --all")
+            extra = {"task": self.task or base.task, "ablations": self.ablations}
         return replace(
-            base, task=self.task, ablations=self.ablations, num_worlds=self.num_worlds, collect_steps=self.collect_steps,
-            wm_steps=self.wm_steps, imagination_updates=self.imagination_updates, finetune_rounds=self.finetune_rounds,
-            finetune_steps=self.finetune_steps, finetune_wm_steps=self.finetune_wm_steps,
-            finetune_updates=self.finetune_updates, eval_episodes=self.eval_episodes, eval_steps=self.eval_steps, seed=self.seed,
+            base, **extra, **self._overrides(self._BUDGET), seed=self.seed,
             world_model=replace(base.world_model, fast_compile=self.fast_compile, seed=self.seed),
             router=replace(base.router, fast_compile=self.fast_compile, seed=self.seed, vlm=self.vlm,
                            vlm_trust_remote_code=self.vlm_trust_remote_code),
@@ -253,12 +278,27 @@ class TrainRouter:
         from metaworld_x.routing.evaluation import ablation_table
         from metaworld_x.routing.pipeline import run_pipeline
 
-        config = self.config()
-        for name in ("finetune_steps", "eval_steps"):  # the ones RouterTrainConfig leaves to the pipeline
+        for name in ("finetune_steps", "eval_steps"):  # the ones the configs leave to the pipeline
             if (value := getattr(self, name)) is not None and value < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        config = self.config()
         check_writable(self.run_dir, "--run-dir", folder=True)
         check_writable(self.out or ROUTER_DIR, "--out", folder=True)
+        if self.all:
+            from metaworld_x.routing.all_tasks import run_all_tasks
+
+            out = run_all_tasks(config, self.experts_dir or EXPERTS_DIR, self.run_dir, self.out or ROUTER_DIR,
+                                self.resume, vlm_cache=self.vlm_cache)
+            metrics = json.loads((out / "metrics.json").read_text())
+            final = metrics["selected_evaluation"]
+            print(f"shipped to {out} (round {final['round']}): {final['success']}/{final['episodes']} successes over"
+                  f" {len(final['tasks'])} tasks; training {metrics['seconds']['training_total'] / 60:.1f} min,"
+                  f" wall clock {metrics['wall_clock_s'] / 60:.1f} min")
+            for task, row in final["tasks"].items():
+                print(f"  {task:<10} {row['success']}/{row['episodes']}  return {row['return_mean']:.1f}")
+            for task, why in metrics["skipped_tasks"].items():
+                print(f"  {task:<10} skipped: it {why}")
+            return
         out = run_pipeline(config, self.experts_dir or EXPERTS_DIR, self.run_dir, self.out or ROUTER_DIR, self.resume,
                            vlm_cache=self.vlm_cache)
         metrics = json.loads((out / "metrics.json").read_text())

@@ -1,6 +1,7 @@
 """The router path of `play`: an instruction, the shipped router for its task, every installed expert mixed.
 
-The router for a task lives in router/<task>/ (`metaworld-x train router`);
+The one router of all tasks lives in router/all/ (`metaworld-x train router --all`) and is played wherever it is
+shipped; otherwise the router for a task lives in router/<task>/ (`metaworld-x train router`);
 it is refused unless the installed experts are exactly the ones it was
 trained with (`metaworld_x.routing.checkpoint.load_router`). The scene is the
 task's `ExpertScene`, whose observation carries each expert's own
@@ -92,8 +93,11 @@ class RouterController:
 
 
 def _shipped(router_root: Path) -> dict[str, dict]:
-    """{task: router.json record} of every router under router_root."""
-    return {p.parent.name: read_json_object(p, "the router record") for p in sorted(Path(router_root).glob("*/router.json"))}
+    """{task: router.json record} of every per-task router under router_root."""
+    from metaworld_x.routing.all_tasks import ALL_TASKS_DIR
+
+    return {p.parent.name: read_json_object(p, "the router record") for p in sorted(Path(router_root).glob("*/router.json"))
+            if p.parent.name != ALL_TASKS_DIR}
 
 
 def router_scenario_from_checkpoint(instruction: str, router_root: Path, experts_dir: Path) -> Scenario:
@@ -104,6 +108,10 @@ def router_scenario_from_checkpoint(instruction: str, router_root: Path, experts
     from metaworld_x.routing.language import TaskResolver
     from metaworld_x.routing.scene import build_expert_scene
 
+    from metaworld_x.routing.all_tasks import ALL_TASKS_DIR
+
+    if (Path(router_root) / ALL_TASKS_DIR / "router.json").is_file():
+        return _one_router_scenario(instruction, Path(router_root) / ALL_TASKS_DIR, experts_dir)
     shipped = _shipped(router_root)
     resolver = None
     # the wording a router was trained with needs no text encoder: its embedding is in router.json
@@ -131,6 +139,44 @@ def router_scenario_from_checkpoint(instruction: str, router_root: Path, experts
     scene, _ = build_expert_scene(make_task(record["task_env"]), installed, dict(zip(experts.names, experts.specs)))
     if instruction == record["instruction"]:
         text = np.asarray(record["text_embedding"], np.float32)
+    else:
+        text = resolver.embed([instruction])[0].astype(np.float32)
+    factory = (lambda: resolver) if resolver is not None else TaskResolver
+    return Scenario(
+        title=f"router {task}",
+        task=scene,
+        controller=RouterController(functools.partial(router.weights, params), text, experts, task, factory,
+                                    scene.action_gains, scene.start_times if scene.restart_clocks else None),
+        reference=None,
+        keypoint_errors=None,
+        routed=True,
+    )
+
+
+def _one_router_scenario(instruction: str, folder: Path, experts_dir: Path) -> Scenario:
+    """The one router of all tasks (router/all/) on `instruction`'s task, in that task's padded scene."""
+    from metaworld_x.envs.tasks import make_task
+    from metaworld_x.routing.all_tasks import task_view
+    from metaworld_x.routing.checkpoint import load_router, trained_experts
+    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.routing.language import TaskResolver
+    from metaworld_x.routing.scene import build_expert_scene
+
+    record = read_json_object(folder / "router.json", "the router record")
+    resolver = None
+    # a task's own wording needs no text encoder: its embedding is in router.json
+    task = next((name for name, entry in record["tasks"].items() if entry["instruction"] == instruction), None)
+    if task is None:
+        resolver = TaskResolver()
+        task = resolver.resolve(instruction).task.name
+    dirs = trained_experts(folder, experts_dir)
+    experts = ExpertSet.load(dirs)
+    router, params, record = load_router(folder, experts)
+    view = task_view(record, task, folder)
+    scene, _ = build_expert_scene(make_task(view["task_env"]), dirs, dict(zip(experts.names, experts.specs)),
+                                  state_features=view["state_features"])
+    if instruction == view["instruction"]:
+        text = np.asarray(view["text_embedding"], np.float32)
     else:
         text = resolver.embed([instruction])[0].astype(np.float32)
     factory = (lambda: resolver) if resolver is not None else TaskResolver

@@ -1,7 +1,9 @@
 """`metaworld-x eval router`: shipped routers over seeded episodes, and the ablation table.
 
-A shipped router (router/<task>/) is loaded only if the installed experts are
-exactly those it was trained with. Each instruction is resolved to its task
+A shipped router (router/<task>/, or the one router of all tasks in
+router/all/, evaluated on one of its tasks at a time in that task's padded
+scene) is loaded only if the installed experts are exactly those it was
+trained with. Each instruction is resolved to its task
 and must land on the router's own task; the router then reads that
 instruction's text embedding, so a paraphrase is a real test of the wording.
 With a planner (`MppiConfig`), the executed weights are MPPI's in the
@@ -42,8 +44,11 @@ PROBES: dict[str, tuple[str, str]] = {
 
 
 def shipped_routers(router_root: Path) -> list[Path]:
-    """Folders under router/ that hold a router (router.json)."""
-    found = sorted(p.parent for p in Path(router_root).glob("*/router.json"))
+    """Folders under router/ that hold a per-task router (router.json; the one router of all tasks, router/all/,
+    is not among them: `one_router`)."""
+    from metaworld_x.routing.all_tasks import ALL_TASKS_DIR
+
+    found = sorted(p.parent for p in Path(router_root).glob("*/router.json") if p.parent.name != ALL_TASKS_DIR)
     if not found:
         raise UserError(f"no trained router in {router_root}; train one with `metaworld-x train router --task 'stand still'`")
     return found
@@ -51,14 +56,16 @@ def shipped_routers(router_root: Path) -> list[Path]:
 
 def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, episodes: int = 10, seed: int = 0,
                     steps: int | None = None, resolver=None, plan=None, plots_dir: Path | None = None,
-                    perturb: str = "none") -> dict:
+                    perturb: str = "none", task: str | None = None) -> dict:
     """Success k/episodes, return, time to success and weights over time, for each instruction (default: the trained
     one); with `plan` (an MppiConfig), of the weights MPPI plans in the router's world model.
 
     The weight plots go to `plots_dir` (default the router's own folder): weights.png for the trained wording,
     weights_<i>.png for the i-th wording after it. `perturb`: the perturbation suite the scene runs under
-    (`metaworld_x.envs.perturb.SUITES`)."""
+    (`metaworld_x.envs.perturb.SUITES`). task: with the one router of all tasks (router/all/), the task to
+    evaluate it on; a per-task router's is its own."""
     from metaworld_x.envs.tasks import make_task
+    from metaworld_x.routing.all_tasks import task_view
     from metaworld_x.routing.checkpoint import load_router, trained_experts
     from metaworld_x.routing.curves import plot_weights
     from metaworld_x.routing.experts import ExpertSet
@@ -70,7 +77,9 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
     dirs = trained_experts(router_dir, experts_dir)
     experts = ExpertSet.load(dirs)
     router, params, record = load_router(router_dir, experts)
-    scene, _ = build_expert_scene(make_task(record["task_env"]), dirs, dict(zip(experts.names, experts.specs)))
+    record = task_view(record, task, router_dir)
+    scene, _ = build_expert_scene(make_task(record["task_env"]), dirs, dict(zip(experts.names, experts.specs)),
+                                  state_features=record["state_features"])
     runner = SceneRunner(scene, experts.params, episodes, perturb=perturb)
     steps = steps or int(record.get("eval_steps") or scene.config.episode_length)
     world_model = shipped_world_model(router_dir) if plan is not None else None

@@ -254,7 +254,7 @@ def collect_expert_data(ctx: Context, run_dir: Path):
     return out
 
 
-def train_wm(ctx: Context, buffer_path: Path, heldout_path: Path, steps: int, params=None, seed: int = 0):
+def train_wm(config: WorldModelConfig, buffer_path: Path, heldout_path: Path, steps: int, params=None, seed: int = 0):
     """Stage 2 (and each fine-tune round): world-model gradient steps on the buffer; k-step errors on held-out data."""
     from metaworld_x.world_model.buffer import ReplayBuffer
     from metaworld_x.world_model.evaluate import k_step_error
@@ -264,9 +264,9 @@ def train_wm(ctx: Context, buffer_path: Path, heldout_path: Path, steps: int, pa
     buffer = ReplayBuffer.load(buffer_path)
     heldout = ReplayBuffer.load(heldout_path)
     start = time.perf_counter()
-    params, history = train_world_model(ctx.config.world_model, buffer, jax.random.PRNGKey(seed), steps, params)
+    params, history = train_world_model(config, buffer, jax.random.PRNGKey(seed), steps, params)
     seconds = time.perf_counter() - start
-    model = WorldModel(ctx.config.world_model, buffer.obs_size, buffer.cond_size)
+    model = WorldModel(config, buffer.obs_size, buffer.cond_size)
     sequences = heldout.sequences(20, 256, np.random.default_rng(0))
     errors = k_step_error(model, params, sequences, (1, 5, 20))
     # the latent error on its own scale is hard to read; relative to the spread of encoded held-out states it is not
@@ -386,7 +386,7 @@ def train_with_world_model(ctx: Context, run_dir: Path, name: str, router_config
             buffer_path = target
             progress["env_steps"] += info["env_steps"]
             progress["seconds"]["collect"] += info["seconds"]
-            model, wm_params, _, wm_report = train_wm(ctx, buffer_path, run_dir / "heldout.npz", c.finetune_wm_steps, wm_params, c.seed + r)
+            model, wm_params, _, wm_report = train_wm(c.world_model, buffer_path, run_dir / "heldout.npz", c.finetune_wm_steps, wm_params, c.seed + r)
             save_world_model(work / f"{WM_DIR}_{r}", model, wm_params)
             progress["world_model"] = str(work / f"{WM_DIR}_{r}")
             progress["seconds"]["world_model"] += wm_report["seconds"]
@@ -506,7 +506,7 @@ def run_pipeline(config: RouterTrainConfig, experts_dir: Path, run_dir: Path, ou
         stages["collect"] = collect_expert_data(ctx, run_dir)
         write_json(run_dir / "stages.json", stages)
     if "world_model" not in stages:
-        model, wm_params, history, report = train_wm(ctx, run_dir / "buffer.npz", run_dir / "heldout.npz", config.wm_steps, seed=config.seed)
+        model, wm_params, history, report = train_wm(config.world_model, run_dir / "buffer.npz", run_dir / "heldout.npz", config.wm_steps, seed=config.seed)
         save_world_model(run_dir / WM_DIR, model, wm_params, meta={"k_step": report["k_step"]})
         stages["world_model"] = {**report, "history": history}
         write_json(run_dir / "stages.json", stages)

@@ -45,6 +45,9 @@ class ExpertScene(Task):
     expert (`rollouts.take_over`): an expert chained after another starts its clip from the beginning, not from
     wherever the episode's clock has taken it. The observation then also carries "expert_fresh/<name>", the expert's
     observation with its clock at its start time."""
+    state_features: int | None = None
+    """Width the task's features in the router's observation are padded to (`padded_state`), so that one router
+    reads every task's scene in one layout; None: the task's own width."""
 
     name = "expert_scene"
 
@@ -143,6 +146,12 @@ class ExpertScene(Task):
 
     def observe(self, view, info):
         obs = dict(self.objective.observe(view, info))
+        if self.state_features is not None:
+            features = obs["state"].shape[-1] - PROPRIOCEPTION_SIZE  # static: checked once, when the step is traced
+            if features > self.state_features:
+                raise UserError(f"task {self.objective.name!r} has {features} features in its router observation, more"
+                                f" than the {self.state_features} the one router's layout holds; raise task_features")
+            obs["state"] = padded_state(obs["state"], self.state_features)
         own = proprioception(view)
         turn = 0.0
         if hasattr(self.objective, "steer_point"):  # a sequence steers its locomotion experts to its sub-goals
@@ -159,6 +168,16 @@ class ExpertScene(Task):
     def start_times(self) -> tuple[float, ...]:
         """[K] each expert's clock at the start of an episode, and when it takes over (restart_clocks)."""
         return tuple(s.start_time for s in self.skills)
+
+
+def padded_state(state: jax.Array, width: int) -> jax.Array:
+    """[..., 49 + f] -> [..., 49 + width]: zeros between the proprioception and the task's f features.
+
+    Right-aligned, so a task's features keep their offset from the end, where a sequence's phase is read
+    (`scripted.PHASE_SLICE`); the text embedding, not the column, says which task a feature belongs to."""
+    features = state.shape[-1] - PROPRIOCEPTION_SIZE
+    zeros = jnp.zeros(state.shape[:-1] + (width - features,), state.dtype)
+    return jnp.concatenate([state[..., :PROPRIOCEPTION_SIZE], zeros, state[..., PROPRIOCEPTION_SIZE:]], axis=-1)
 
 
 # ---- building it from the installed experts ---------------------------------------------
@@ -234,6 +253,7 @@ def provides_variables(task: Task, objective: Task, model) -> bool:
 
 def build_expert_scene(
     task: Task, expert_dirs: dict[str, Path], policy_specs: dict[str, dict], start_at_closest_pose: bool = True,
+    state_features: int | None = None,
 ) -> tuple[ExpertScene, dict]:
     """The ExpertScene of `task` for the experts in `expert_dirs` ({name: folder}), and a record of how each is observed.
 
@@ -274,7 +294,8 @@ def build_expert_scene(
     for skill in skills:
         record[skill.name].update(action_scale=scales[skill.name], action_gain=skill.action_gain)
     task = replace(task, config=replace(task.config, action_scale=scale))
-    return ExpertScene(objective=task, skills=tuple(skills), restart_clocks=is_sequence(task)), record
+    return ExpertScene(objective=task, skills=tuple(skills), restart_clocks=is_sequence(task),
+                       state_features=state_features), record
 
 
 def is_sequence(task: Task) -> bool:

