@@ -266,8 +266,8 @@ def one_router_card(folder: Path) -> str:
     out.append(f"**Training.** One world model on every task's rollouts; the router fitted to every task's prior, then "
                f"in imagination under the decaying prior KL, then {train_config.get('finetune_rounds', '?')} round(s) on its "
                f"own rollouts in every scene; {_num(metrics.get('env_steps'))} env steps, "
-               f"{_minutes(seconds.get('training_total'))} of training ({_minutes(metrics.get('wall_clock_s'))} wall clock "
-               f"with evaluations) on {metrics.get('machine', 'a machine not recorded')}.")
+               f"{_minutes(seconds.get('training_total'))} of training and {_minutes(seconds.get('evaluation'))} of evaluation"
+               f" on {metrics.get('machine', 'a machine not recorded')}.")
     out += ["", "```bash", "metaworld-x train router --all", "```", ""]
     out.append(f"**Evaluation** (`metaworld-x eval router --seed {train_config.get('seed', 0)}`; shipped: round "
                f"{_round(selected)} of " + ", ".join(_round(e) for e in metrics.get("evals") or []) + "):")
@@ -285,9 +285,9 @@ def one_router_card(folder: Path) -> str:
         out.append(f"- Fails some or all episodes of {', '.join(failed)}.")
     later = [e for e in metrics.get("evals") or [] if e.get("round", -1) > selected.get("round", -1)]
     if later:
-        out.append("- Its rounds in imagination scored fewer successes on real episodes ("
+        out.append("- Its rounds in imagination scored no more successes on real episodes ("
                    + ", ".join(f"round {_round(e)}: {_ratio(e)}" for e in later)
-                   + f", against {_ratio(selected)}): what ships follows the language priors.")
+                   + f", against {_ratio(selected)} for round {_round(selected)}), so round {_round(selected)} ships.")
     out.append(f"- {ALL_ROUTERS[0]}")
     out.append("")
     return "\n".join(out)
@@ -333,7 +333,7 @@ def router_card(folder: Path) -> str:
     out += ["", "```bash", command, "```", ""]
     selected = metrics.get("selected") or {}
     episodes = selected.get("episodes", train_config.get("eval_episodes", 10))
-    eval_command = f"metaworld-x eval router --task {task} --seed {train_config.get('seed', 0)}"
+    eval_command = f"metaworld-x eval router --per-task --task {task} --seed {train_config.get('seed', 0)}"
     if episodes != 10:
         eval_command += f" --episodes {episodes}"
     out.append(f"**Evaluation** (`{eval_command}` for the shipped router; the rounds as training evaluated them):")
@@ -389,7 +389,7 @@ def routers_readme(router_dir: Path) -> str:
         m, r = _load(folder / "metrics.json"), _load(folder / "router.json")
         if "tasks" in r:  # the one router of all tasks: its totals, per task on its card
             s = m.get("selected_evaluation") or {}
-            rows.append(f"| [{folder.name}](#{folder.name}) | each of its {len(r['tasks'])} tasks' | {_ratio(s)} | "
+            rows.append(f"| [{folder.name}](#{folder.name}) | each task's own ({len(r['tasks'])} tasks) | {_ratio(s)} | "
                         f"{_num(s.get('return_mean'), 1)} | — | per task | "
                         f"{_minutes((m.get('seconds') or {}).get('training_total'))} |")
             continue
@@ -401,7 +401,8 @@ def routers_readme(router_dir: Path) -> str:
                     f"{'—' if tts is None else f'{tts:.2f} s'} | {_weights(s, names)} | "
                     f"{_minutes((m.get('seconds') or {}).get('training_total'))} |")
     cards = [router_card(folder) for folder in folders]
-    summary = "Seed 0, 10 episodes, `metaworld-x eval router --task TASK --seed 0`; machines on each card."
+    summary = ("Seed 0, 10 episodes, `metaworld-x eval router --per-task --task TASK --seed 0` (the one router, all/:"
+               " `metaworld-x eval router --seed 0`); machines on each card.")
     return "\n\n".join([GENERATED, ROUTERS_INTRO, "\n".join(rows), summary] + cards).rstrip() + "\n"
 
 

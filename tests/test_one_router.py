@@ -216,3 +216,24 @@ def test_train_all_refuses_per_task_flags():
     assert main(["train", "router", "--all", "--task", "sit"]) == 2
     assert main(["train", "router", "--tasks", "sit"]) == 2
     assert main(["train", "router", "--all", "--tasks", "sitting"]) == 2
+
+
+def test_the_one_router_gets_a_card_with_a_row_per_task_and_its_skipped_tasks(tmp_path):
+    from metaworld_x.cards import router_card
+
+    folder = tmp_path / "all"
+    folder.mkdir()
+    row = {"success": 10, "episodes": 10, "return_mean": 900.0, "return_std": 1.0, "time_to_success_s": 1.5,
+           "mean_weights": [1.0, 0.0]}
+    router = {"tasks": {"stand": {}, "walk_sit": {}}, "experts": [{"name": "stand", "hash": "a"}, {"name": "walk", "hash": "b"}],
+              "config": {"hidden": [256, 256], "output": "softmax", "min_weight": 0.2}, "obs_size": 81, "text_size": 384}
+    selected = {"round": -1, "success": 10, "episodes": 20, "tasks": {"stand": row, "walk_sit": {**row, "success": 0}}}
+    metrics = {"selected_evaluation": selected, "evals": [selected, {**selected, "round": 1, "success": 4}],
+               "skipped_tasks": {"rise_walk": "needs the expert(s) rise, not installed"}, "config": {"finetune_rounds": 1}}
+    (folder / "router.json").write_text(json.dumps(router))
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    card = router_card(folder)
+    assert "metaworld-x train router --all" in card and "One network for 2 catalog tasks" in card
+    assert "| stand | 10/10 | 900.0 ± 1.0 | 1.50 s | stand 1.00 |" in card and "| walk_sit | 0/10 |" in card
+    assert "Not trained on rise_walk: it needs the expert(s) rise, not installed." in card
+    assert "round 1: 4/20, against 10/20 for round start" in card and "Fails some or all episodes of walk_sit." in card
