@@ -134,6 +134,17 @@ def test_the_shipped_one_router_picks_each_tasks_own_expert_from_its_instruction
     assert len(set(chosen.values())) >= 6, chosen  # different instructions, different experts, in the same state
 
 
+@pytest.mark.skipif(not (ROUTER_DIR / "all" / "router.json").is_file(), reason="the one router (router/all/) is not shipped")
+def test_eval_router_names_a_task_the_one_router_skipped(capsys):
+    from metaworld_x.cli import main
+
+    skipped = json.loads((ROUTER_DIR / "all" / "router.json").read_text())["skipped_tasks"]
+    for task, why in skipped.items():
+        assert main(["eval", "router", "--task", task]) == 2
+        err = capsys.readouterr().err
+        assert f"was not trained on {task!r} (it was skipped: it {why})" in err and len(err.strip().splitlines()) == 1
+
+
 # ---- `train router --all` and `eval router` end to end -----------------------------------
 
 TASKS = ("stand", "walk_reach")

@@ -29,28 +29,6 @@ class EvalExpert:
     perturb: str = "none"
     """Perturbation suite: none, push, model, latency, noise or all (metaworld_x/envs/perturb.py)."""
 
-    def _runs(self, root: Path) -> list[tuple[Path, str | None]]:
-        """What to evaluate: (the one router, each of its tasks) where it is shipped and --per-task is not given,
-        else (each per-task router, None); --task picks one."""
-        from metaworld_x.errors import UserError
-        from metaworld_x.json_file import read_json_object
-        from metaworld_x.routing.all_tasks import ALL_TASKS_DIR
-        from metaworld_x.routing.evaluation import shipped_routers
-
-        one = Path(root) / ALL_TASKS_DIR
-        if not self.per_task and (one / "router.json").is_file():
-            tasks = list(read_json_object(one / "router.json", "the router's record")["tasks"])
-            if self.task is not None and self.task not in tasks:
-                raise UserError(f"the one router in {one} was not trained on {self.task!r}; its tasks: {', '.join(tasks)}"
-                                " (--per-task evaluates the per-task routers)")
-            return [(one, t) for t in tasks if self.task in (None, t)]
-        folders = shipped_routers(root)
-        if self.task is not None:
-            folders = [f for f in folders if f.name == self.task]
-            if not folders:
-                raise UserError(f"no router for task {self.task!r} in {root}; shipped: {', '.join(p.name for p in shipped_routers(root))}")
-        return [(f, None) for f in folders]
-
     def run(self) -> None:
         from metaworld_x.atomic import check_writable, write_text
         from metaworld_x.envs.perturb import perturb_suite
@@ -154,10 +132,12 @@ class EvalRouter:
 
         one = Path(root) / ALL_TASKS_DIR
         if not self.per_task and (one / "router.json").is_file():
-            tasks = list(read_json_object(one / "router.json", "the router's record")["tasks"])
+            record = read_json_object(one / "router.json", "the router's record")
+            tasks, skipped = list(record["tasks"]), record.get("skipped_tasks", {})
             if self.task is not None and self.task not in tasks:
-                raise UserError(f"the one router in {one} was not trained on {self.task!r}; its tasks: {', '.join(tasks)}"
-                                " (--per-task evaluates the per-task routers)")
+                why = f" (it was skipped: it {skipped[self.task]})" if self.task in skipped else ""
+                raise UserError(f"the one router in {one} was not trained on {self.task!r}{why}; its tasks:"
+                                f" {', '.join(tasks)} (--per-task evaluates the per-task routers)")
             return [(one, t) for t in tasks if self.task in (None, t)]
         folders = shipped_routers(root)
         if self.task is not None:
@@ -234,28 +214,6 @@ class EvalScripted:
     """Also write the results to this JSON file."""
     perturb: str = "none"
     """Perturbation suite: none, push, model, latency, noise or all (metaworld_x/envs/perturb.py)."""
-
-    def _runs(self, root: Path) -> list[tuple[Path, str | None]]:
-        """What to evaluate: (the one router, each of its tasks) where it is shipped and --per-task is not given,
-        else (each per-task router, None); --task picks one."""
-        from metaworld_x.errors import UserError
-        from metaworld_x.json_file import read_json_object
-        from metaworld_x.routing.all_tasks import ALL_TASKS_DIR
-        from metaworld_x.routing.evaluation import shipped_routers
-
-        one = Path(root) / ALL_TASKS_DIR
-        if not self.per_task and (one / "router.json").is_file():
-            tasks = list(read_json_object(one / "router.json", "the router's record")["tasks"])
-            if self.task is not None and self.task not in tasks:
-                raise UserError(f"the one router in {one} was not trained on {self.task!r}; its tasks: {', '.join(tasks)}"
-                                " (--per-task evaluates the per-task routers)")
-            return [(one, t) for t in tasks if self.task in (None, t)]
-        folders = shipped_routers(root)
-        if self.task is not None:
-            folders = [f for f in folders if f.name == self.task]
-            if not folders:
-                raise UserError(f"no router for task {self.task!r} in {root}; shipped: {', '.join(p.name for p in shipped_routers(root))}")
-        return [(f, None) for f in folders]
 
     def run(self) -> None:
         from metaworld_x.atomic import check_writable, write_text
