@@ -275,3 +275,17 @@ def test_router_batches_of_a_sequence_hold_every_phase_with_its_own_label():
         phases = phase_of(batch["obs"])
         assert (phases == 1).sum() == 32 and (phases == 0).sum() == 32
         np.testing.assert_array_equal(batch["prior"], priors[phases])
+
+
+def test_the_eval_table_keeps_its_columns_for_long_task_names():
+    from metaworld_x.routing.evaluation import results_table
+
+    def report(task):
+        row = {"success": 10, "episodes": 10, "return_mean": 126.8, "return_std": 3.0, "time_to_success_s": 2.5,
+               "mean_weights": [0.5, 0.5], "instruction": f"do {task}"}
+        return {"task": task, "experts": ["walk", "reach_one_hand"], "rows": [row]}
+
+    lines = results_table([report("sit"), report("walk_reach")]).splitlines()
+    columns = [lines[0].index("success") + len("success")] + [line.index("10/10") + len("10/10") for line in lines[1:]]
+    assert len(set(columns)) == 1, lines  # "success" and each "10/10" end in the same column
+    assert lines[2].startswith("walk_reach ")

@@ -150,11 +150,12 @@ def _seconds(value) -> str:
 
 def results_table(reports: list[dict]) -> str:
     """One line per (task, instruction): success k/n, return, time to success, mean expert weights."""
-    lines = [f"{'task':<7} {'success':>7} {'return':>15} {'to success':>10}  mean weights  instruction"]
+    width = max([len("task"), *(len(r["task"]) for r in reports)])  # the sequences' names (walk_reach) are long
+    lines = [f"{'task':<{width}} {'success':>7} {'return':>15} {'to success':>10}  mean weights  instruction"]
     for report in reports:
         for row in report["rows"]:
             if "error" in row:
-                lines.append(f"{report['task']:<7} {'—':>7} {'—':>15} {'—':>10}  {row['error']}  {row['instruction']!r}")
+                lines.append(f"{report['task']:<{width}} {'—':>7} {'—':>15} {'—':>10}  {row['error']}  {row['instruction']!r}")
                 continue
             weights = " ".join(f"{n}={w:.2f}" for n, w in zip(report["experts"], row["mean_weights"]))
             if "planner" in row:
@@ -162,7 +163,7 @@ def results_table(reports: list[dict]) -> str:
                 weights = (f"MPPI: {weights} (off the router on {p['steps_off_router']}/{p['steps']} steps,"
                            f" mean L1 {p['mean_l1_from_router']:.2f})")
             lines.append(
-                f"{report['task']:<7} {row['success']:>4}/{row['episodes']:<2} {row['return_mean']:>8.1f} ± {row['return_std']:<5.1f}"
+                f"{report['task']:<{width}} {row['success']:>4}/{row['episodes']:<2} {row['return_mean']:>8.1f} ± {row['return_std']:<5.1f}"
                 f" {_seconds(row['time_to_success_s']):>10}  {weights}  {row['instruction']!r}"
             )
             if "sequence" in row:
