@@ -1,6 +1,7 @@
 """Bad input to `metaworld-x`, one table: each is one line on stderr, exit status 2, no traceback, and no file left.
 
-The classes: an unreadable input file (a cut-short .npz, a policy.json that is not JSON, an expert built for
+The classes: a command line the parser rejects (an unknown option, a value of the wrong type, a missing argument,
+an invalid choice), an unreadable input file (a cut-short .npz, a policy.json that is not JSON, an expert built for
 another task or another skill, non-finite weights or actions), an output that cannot be written (a read-only
 folder, a file where a folder should be), checked before any work starts, and a number out of range. The
 commands that would write into the shipped folders (experts/, router/, assets/) write there only when told to.
@@ -171,6 +172,34 @@ CASES = [
     ("negative-eval-every", "train expert walk --eval-every -1", "--eval-every must be 0"),
     # the shipped folders are written only when asked
     ("retarget-without-out", "motion retarget {joints} --skill walk", "--out FILE.npz (or --force"),
+    # command lines the parser rejects, each pointing at its subcommand's --help
+    ("unknown-command", "evl expert walk",
+     "'evl' is not a command: info, snapshot, motion, train, eval or play; see metaworld-x --help"),
+    ("eval-without-its-command", "eval", "missing a command: expert, router or scripted; see metaworld-x eval --help"),
+    ("train-unknown-option", "train expert walk --bogus",
+     "unknown option --bogus; see metaworld-x train expert --help"),
+    ("train-without-skill", "train expert --num-envs 8", "missing SKILL; see metaworld-x train expert --help"),
+    ("train-fractional-envs", "train expert walk --num-envs 1.5", "--num-envs must be an integer, not '1.5'"),
+    ("train-invalid-backend", "train expert walk --backend gpu",
+     "--backend must be cpu, mjx or None, not 'gpu'; see metaworld-x train expert --help"),
+    ("eval-episodes-not-a-number", "eval expert walk --episodes abc",
+     "--episodes must be an integer, not 'abc'; see metaworld-x eval expert --help"),
+    ("eval-seed-with-equals", "eval expert walk --seed=one", "--seed must be an integer, not 'one'"),
+    ("eval-extra-argument", "eval expert walk run", "unexpected argument run; see metaworld-x eval expert --help"),
+    ("eval-router-invalid-plan", "eval router --plan lqr",
+     "--plan must be mppi or none, not 'lqr'; see metaworld-x eval router --help"),
+    ("eval-router-unknown-option", "eval router --task stand --episode 1",
+     "unknown option --episode; see metaworld-x eval router --help"),
+    ("play-steps-not-a-number", "play --expert walk --steps x",
+     "--steps must be an integer, not 'x'; see metaworld-x play --help"),
+    ("play-offset-not-a-number", "play --expert walk --motion-offset half",
+     "--motion-offset must be a number, not 'half'"),
+    ("play-option-without-value", "play --expert walk --steps", "--steps needs a value; see metaworld-x play --help"),
+    ("motion-check-without-file", "motion check", "missing FILE; see metaworld-x motion check --help"),
+    ("motion-check-unknown-option", "motion check walk --strict",
+     "unknown option --strict; see metaworld-x motion check --help"),
+    ("retarget-without-file-or-skill", "motion retarget",
+     "missing FILE and --skill; see metaworld-x motion retarget --help"),
 ]
 
 
@@ -188,6 +217,17 @@ def test_bad_input_is_one_line_with_status_2_and_leaves_nothing(case, line, expe
     assert len(lines) == 1 and "Traceback" not in err, err
     assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
     assert (_tree(out["work"]), _tree(files["root"])) == before, "a file was left behind"
+
+
+@pytest.mark.parametrize("line", ["--help", "eval expert --help", "motion check --help"])
+def test_help_is_tyros_own(line, capsys):
+    """The parse errors are one line; asking for help still prints tyro's usage and options, with status 0."""
+    with pytest.raises(SystemExit) as exit_:
+        main(line.split())
+    printed = capsys.readouterr()
+    assert exit_.value.code == 0 and printed.err == ""
+    assert printed.out.startswith(f"usage: metaworld-x {line.removesuffix('--help')}".rstrip())
+    assert "options" in printed.out
 
 
 def test_a_shortened_evaluation_does_not_claim_the_goals_and_its_json_folder_is_made(files, out, capsys):
