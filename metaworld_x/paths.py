@@ -4,14 +4,16 @@ import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-# Assets and artifacts sit beside the package in the source tree; an editable
-# install (the supported way) keeps them there.
 PROJECT_DIR = PACKAGE_DIR.parent
-ASSETS_DIR = PROJECT_DIR / "assets"
+# assets/, experts/ and router/ sit beside the package in a checkout (an editable
+# install reads them there); a wheel carries them inside it (setup.py).
+INSTALLED_DATA_DIR = PACKAGE_DIR / "_data"
+DATA_DIR = INSTALLED_DATA_DIR if INSTALLED_DATA_DIR.is_dir() else PROJECT_DIR
+ASSETS_DIR = DATA_DIR / "assets"
 ROBOTS_DIR = ASSETS_DIR / "robots"
 MOTIONS_DIR = ASSETS_DIR / "motions"
-EXPERTS_DIR = PROJECT_DIR / "experts"
-ROUTER_DIR = PROJECT_DIR / "router"
+EXPERTS_DIR = DATA_DIR / "experts"
+ROUTER_DIR = DATA_DIR / "router"
 
 
 def shared_dir() -> Path | None:
