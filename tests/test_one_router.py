@@ -230,7 +230,7 @@ def test_train_all_refuses_per_task_flags():
 
 
 def test_the_one_router_gets_a_card_with_a_row_per_task_and_its_skipped_tasks(tmp_path):
-    from metaworld_x.cards import router_card
+    from metaworld_x.cards.routers import router_card
 
     folder = tmp_path / "all"
     folder.mkdir()

@@ -1,4 +1,4 @@
-"""Known limits of the shipped artifacts that their metrics cannot show, for the model cards (`cards.py`).
+"""Known limits of the shipped artifacts that their metrics cannot show, for the model cards (`metaworld_x.cards`).
 
 Keyed by expert skill and by router task. A card also lists the limits it derives from the artifact's own
 metrics (goals missed, failed episodes, starts it was not trained on); these are the rest. Each line is a
