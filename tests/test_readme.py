@@ -1,11 +1,14 @@
-"""Every command in the README's fenced blocks is run by a test, or excluded here with the reason.
+"""Every command in the README's and the user guides' fenced blocks is run by a test, or excluded here with the reason.
 
-Three checks:
+The checks:
 - each command matches one rule of HOW_TESTED: run here, run by another
-  test (named), or not run (why); a new README command fails the first test
-  until someone says how it is tested;
+  test (named), or not run (why); a new command fails the first test until
+  someone says how it is tested;
 - every `metaworld-x` command parses with the real command line (stale
   options fail here even where running the command is too slow for a test);
+- the README stays a short page for users (README_MAX_BYTES), its test
+  command is the one CI runs, and every relative link in the README and the
+  guides leads to a file (and a heading) that exists;
 - the set-up command's `play` (the flagship task with the shipped router)
   runs in a subprocess without a display: the one line saying it runs
   headless, a video whose frames differ, the weights plot, the outcome lines,
@@ -26,6 +29,10 @@ import pytest
 from metaworld_x.paths import EXPERTS_DIR, PROJECT_DIR, ROUTER_DIR
 
 README = PROJECT_DIR / "README.md"
+# The user guides the README links to; docs/design-notes.md holds lessons, not instructions to follow.
+GUIDES = tuple(sorted(p for p in (PROJECT_DIR / "docs").glob("*.md") if p.name != "design-notes.md"))
+README_MAX_BYTES = 12_288
+"""Detail beyond this goes into a guide under docs/, linked from the README."""
 SETUP_PLAY = "metaworld-x play"
 HEADLINE_PLAY = 'metaworld-x play "walk to the box, pick it up and carry it to the table"'
 CHEAPER = ("--steps", "30", "--width", "160", "--height", "96", "--no-shadows")
@@ -62,6 +69,10 @@ HOW_TESTED = (
     ("metaworld-x train expert walk", "parsed here; 29 minutes of training"),
     ("metaworld-x eval expert walk", "parsed here; evaluating each shipped expert: "
      "tests/test_shipped_experts.py::test_every_shipped_expert_meets_its_recorded_metrics"),
+    ("metaworld-x eval expert hop", "parsed here; needs the trained hop expert; eval loading a short own-motion run: "
+     "tests/test_own_motion.py::test_train_expert_with_a_clip_ships_an_expert_that_eval_and_play_load"),
+    ("metaworld-x play --expert hop", "parsed here; needs the trained hop expert; play loading a short own-motion run: "
+     "tests/test_own_motion.py::test_train_expert_with_a_clip_ships_an_expert_that_eval_and_play_load"),
     ("JAX_COORDINATOR_ADDRESS=127.0.0.1:1234 JAX_NUM_PROCESSES=2", "two processes on one machine, cut to 3 iterations: "
      "tests/test_distributed.py::test_two_processes_train_as_one_process_with_two_devices"),
     ("srun ", "not run: needs a SLURM cluster; the coordinates it sets: "
@@ -76,8 +87,9 @@ HOW_TESTED = (
 
 
 def fenced_blocks(language: str) -> list[str]:
-    """The bodies of the README's ```language blocks, in order."""
-    return re.findall(rf"^```{language}\n(.*?)^```", README.read_text(), flags=re.M | re.S)
+    """The bodies of the ```language blocks of the README, then of each guide, in order."""
+    return [block for document in (README, *GUIDES)
+            for block in re.findall(rf"^```{language}\n(.*?)^```", document.read_text(), flags=re.M | re.S)]
 
 
 def shell_commands() -> list[str]:
@@ -108,15 +120,15 @@ def how_tested(command: str) -> str | None:
     return next((how for rule, how in HOW_TESTED if matches(rule)), None)
 
 
-def test_every_readme_command_is_run_or_excluded_with_a_reason():
+def test_every_readme_and_guide_command_is_run_or_excluded_with_a_reason():
     commands = shell_commands() + list(python_blocks())
     assert SETUP_PLAY in commands, "the set-up play command changed; update SETUP_PLAY"
     assert HEADLINE_PLAY in commands, "the tour's play command of the flagship task changed; update HEADLINE_PLAY"
     unclassified = [c for c in commands if how_tested(c) is None]
-    assert not unclassified, f"README commands no test accounts for; add them to HOW_TESTED: {unclassified}"
+    assert not unclassified, f"README or guide commands no test accounts for; add them to HOW_TESTED: {unclassified}"
 
 
-def test_every_metaworld_x_command_in_the_readme_parses():
+def test_every_metaworld_x_command_in_the_readme_and_guides_parses():
     import tyro
 
     from metaworld_x.cli import Command
@@ -129,7 +141,41 @@ def test_every_metaworld_x_command_in_the_readme_parses():
             tyro.cli(Command, args=shlex.split(command)[1:], prog="metaworld-x",
                      config=(tyro.conf.OmitSubcommandPrefixes, tyro.conf.OmitArgPrefixes))
         except SystemExit as exit:
-            pytest.fail(f"README command does not parse (exit {exit.code}): {command}")
+            pytest.fail(f"README or guide command does not parse (exit {exit.code}): {command}")
+
+
+def test_the_readme_is_a_short_page():
+    size = len(README.read_bytes())
+    assert size <= README_MAX_BYTES, (f"README.md is {size} bytes, over {README_MAX_BYTES}: move detail into a guide"
+                                      f" under docs/ and link it")
+
+
+def test_the_readme_test_command_is_the_one_ci_runs():
+    ci = (PROJECT_DIR / ".ci" / "run").read_text().splitlines()
+    runs = [line.strip() for line in ci if line.strip().startswith("python -m pytest")]
+    assert runs == ["python -m pytest -q -rs -n 2 --dist loadfile"], runs
+    assert runs[0] in shell_commands(), "the README's set-up runs the tests with the command CI runs"
+
+
+def _heading_anchors(document) -> set[str]:
+    """GitHub's anchors for a markdown file's headings: lower case, punctuation dropped, spaces as dashes."""
+    headings = re.findall(r"^#+ (.+)$", document.read_text(), flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
+def test_every_relative_link_in_the_readme_and_guides_leads_somewhere():
+    broken = []
+    for document in (README, *GUIDES):
+        for target in re.findall(r"\]\(([^)\s]+)\)", document.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            path, _, anchor = target.partition("#")
+            linked = (document.parent / path).resolve() if path else document
+            if not linked.exists():
+                broken.append(f"{document.name}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in _heading_anchors(linked):
+                broken.append(f"{document.name}: {target} (no such heading)")
+    assert not broken, "broken links:\n" + "\n".join(broken)
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +227,7 @@ def test_setup_play_command_runs_headless_and_records_a_varied_video(tmp_path, p
 
 @needs_router
 def test_headline_play_command_records_the_shipped_router_to_a_video(tmp_path, play_env):
-    """The issue's headline command, to --video with a seed: the shipped router, a varied video, outcome, weights plot."""
+    """The README's headline command, to --video with a seed: the shipped router, a varied video, outcome, weights plot."""
     args = shlex.split(HEADLINE_PLAY)[1:] + ["--video", "fetch.mp4", "--seed", "1", *CHEAPER]
     result = _play(args, tmp_path, play_env)
     assert "headless" not in result.stdout and "no instruction given" not in result.stdout  # --video asks for no window
