@@ -94,8 +94,12 @@ def test_bad_handover_settings_are_user_errors():
         TrackingConfig(**HANDOVER, home_start_fraction=0.6, handover_start_fraction=0.5)
     with pytest.raises(UserError, match="0 <= start <= end"):
         TrackingConfig(handover_clip="pickup_carry_start", handover_window=(7.0, 6.0), handover_start_fraction=0.2)
-    with pytest.raises(UserError, match="no place for"):
+    with pytest.raises(UserError, match="set home_start_time"):
         TrackingConfig(**HANDOVER, handover_start_fraction=0.2, clip_props=True)
+    with pytest.raises(UserError, match="each >= 0"):
+        TrackingConfig(**HANDOVER, handover_start_fraction=0.2, handover_offset=(0.1, -0.1, 0.0))
+    with pytest.raises(UserError, match=r"\(dx, dy, dyaw\)"):
+        TrackingConfig(**HANDOVER, handover_start_fraction=0.2, handover_offset=(0.1, 0.1))
     with pytest.raises(UserError, match="ends after pickup_carry_start"):
         _stand(handover_clip="pickup_carry_start", handover_window=(6.0, 9.0), handover_start_fraction=0.2)
     with pytest.raises(UserError, match="no_such_clip"):
@@ -115,3 +119,39 @@ def test_a_handover_start_is_physical_the_robot_stands_on_the_floor_without_inte
         depth = min((c.dist for c in data.contact[: data.ncon]), default=0.0)
         assert depth > -0.03, f"a contact {-depth * 100:.1f} cm deep at the handover start"
         assert jnp.isfinite(data.qacc).all()
+
+
+def _push(**tracking) -> Tracking:
+    """The push expert's task (its box and marker from the clip) with `tracking` settings changed."""
+    task = expert_task(expert_spec("push"))
+    return Tracking(with_overrides(task.config, tracking), objective=task.objective)
+
+
+WALK_HANDOVER = {"handover_clip": "walk", "handover_window": (0.2, 1.2), "home_start_time": 0.0}  # a walk cycle
+
+
+@pytest.mark.skipif(not (MOTIONS_DIR / "push.npz").is_file(), reason="the shipped clip library is missing")
+def test_a_prop_task_hands_over_with_its_props_as_a_home_start_has_them_and_the_spot_shifts_within_the_offset():
+    reach = (0.15, 0.1, 0.2)
+    task = _push(**WALK_HANDOVER, handover_start_fraction=1.0, handover_offset=reach, reset_noise=0.0)
+    home = CompiledTask.build(task).statics.home
+    box = task._props[0].qpos_start
+    untouched = task.reset_physics(jax.random.PRNGKey(0), home, task.clip_info(0, 0.0)).qpos[box : box + 3]
+    shifts = []
+    for seed in range(16):
+        key = jax.random.PRNGKey(seed)
+        info = task.reset_info(key)
+        assert 0.2 <= float(info["handover_time"]) <= 1.2 and float(info["ref_time"]) == 0.0
+        state = task.reset_physics(key, home, info)
+        # the box where the push clip has it at its start, whatever the robot's spot
+        np.testing.assert_allclose(np.asarray(state.qpos[box : box + 3]), np.asarray(untouched), atol=1e-6)
+        walk = frame_at(task.handover_reference, 0, float(info["handover_time"]))
+        np.testing.assert_allclose(np.asarray(state.qpos[7 : 7 + len(JOINT_NAMES)]), np.asarray(walk.joint_pos), atol=1e-6)
+        dx, dy = np.asarray(state.qpos[:2]) - np.asarray(home.qpos[:2])  # the home pose faces +x: its frame is the world's
+        dyaw = float(twist_yaw(state.qpos[3:7]) - twist_yaw(home.qpos[3:7]))
+        np.testing.assert_allclose([dx, dy, dyaw], np.asarray(info["handover_offset"]), atol=1e-5)
+        shifts.append((dx, dy, dyaw))
+    shifts = np.abs(np.asarray(shifts))
+    assert (shifts <= np.asarray(reach) + 1e-6).all() and (shifts.max(axis=0) > 0.5 * np.asarray(reach)).all()
+    # without an offset no draw is added: the streams of existing experts stay as they were
+    assert "handover_offset" not in _push(**WALK_HANDOVER, handover_start_fraction=1.0).reset_info(jax.random.PRNGKey(0))

@@ -160,6 +160,10 @@ class TrackingConfig(TaskConfig):
     """Share of episodes that start in `handover_clip`'s state (pose and velocities, with reset noise) at a random
     time in `handover_window`, placed where and facing as the home pose is, and otherwise run as a home start:
     the first clip from its home start time, re-anchored, under `home_max_deviation`."""
+    handover_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Largest |dx|, |dy| (m, in the home pose's frame) and |dyaw| (rad) of a uniform random shift of the spot a
+    handover start is moved onto: the expert before stops the robot only roughly where a chain asks (a walk
+    hands over anywhere within its arrival radius, still moving), so the next expert must start from near there."""
     handover_in_place: bool = False
     """Begin handover starts where `handover_clip` has the robot, in the scene's frame (the sit clip ends on the chair
     scene's seat, where a rise expert takes over), instead of moved onto the home pose's spot and heading."""
@@ -217,9 +221,12 @@ class TrackingConfig(TaskConfig):
                             f" {self.handover_start_fraction} with home_start_fraction {self.home_start_fraction}")
         if self.handover_start_fraction and self.handover_clip is None:
             raise UserError("handover_start_fraction needs handover_clip: the clip whose states handover starts begin in")
-        if self.handover_start_fraction and self.moves_props:
-            raise UserError("handover starts begin in another expert's pose on the spot home starts use, which a task"
-                            " whose props come from its clip (object_joint, clip_props) has no place for")
+        if self.handover_start_fraction and not self.home_starts_possible:
+            raise UserError("handover starts begin in another expert's pose on the spot home starts use, with the"
+                            " props as a home start has them: with object_joint or clip_props, set home_start_time")
+        if len(self.handover_offset) != 3 or any(not d >= 0 for d in self.handover_offset):
+            raise UserError(f"handover_offset must be (dx, dy, dyaw) with each >= 0, got {self.handover_offset}")
+        object.__setattr__(self, "handover_offset", tuple(float(d) for d in self.handover_offset))  # JSON gives lists
         if len(self.handover_window) != 2:
             raise UserError(f"handover_window must be (start, end) in seconds, got {self.handover_window}")
         object.__setattr__(self, "handover_window", tuple(float(t) for t in self.handover_window))  # JSON gives lists
@@ -588,6 +595,9 @@ class Tracking(Task):
             handover_time = jax.random.uniform(jax.random.fold_in(k_home, 1), (), minval=self.config.handover_window[0],
                                                maxval=self.config.handover_window[1])
             info["handover_time"] = jnp.where((draw >= home) & from_home, handover_time, -1.0)
+            if any(self.config.handover_offset):  # drawn only where asked for: other tasks' streams stay as they were
+                reach = jnp.asarray(self.config.handover_offset, jnp.float32)
+                info["handover_offset"] = jax.random.uniform(jax.random.fold_in(k_home, 2), (3,), minval=-reach, maxval=reach)
         if self.objective is not None:
             info.update(self.objective.reset_info(k_objective))
         return info
@@ -602,7 +612,8 @@ class Tracking(Task):
             rest = home
             if self.config.handover_start_fraction > 0:
                 # info from `clip_info` (a start on the clip, as tests and replays make it) has no handover time
-                rest = self._handover_state(home, info.get("handover_time", jnp.float32(-1.0)))
+                rest = self._handover_state(home, info.get("handover_time", jnp.float32(-1.0)),
+                                            info.get("handover_offset", jnp.zeros(3, jnp.float32)))
             rest = perturb_robot(rng, rest, self.config.reset_noise)
             qpos = jnp.where(info["from_home"], rest.qpos, qpos)
             qvel = jnp.where(info["from_home"], rest.qvel, qvel)
@@ -620,14 +631,16 @@ class Tracking(Task):
                 q, v = q + joint.qpos_size, v + joint.qvel_size
         return home.replace(qpos=qpos, qvel=qvel)
 
-    def _handover_state(self, home: PhysicsInit, handover_time) -> PhysicsInit:
+    def _handover_state(self, home: PhysicsInit, handover_time, offset) -> PhysicsInit:
         """The home state, or, at a `handover_time` >= 0, the robot in `handover_clip`'s state then, moved onto the
-        home pose's spot and heading unless `handover_in_place` (its height, pose and velocities as the clip has
-        them)."""
+        home pose's spot and heading shifted by `offset` [3] (dx, dy in the home pose's frame, dyaw) unless
+        `handover_in_place` (its height, pose and velocities as the clip has them)."""
         frame = frame_at(self.handover_reference, 0, jnp.maximum(handover_time, 0.0))
         if not self.config.handover_in_place:
-            frame = moved_on_ground(frame, ground_pose(frame.root_pos, frame.root_quat),
-                                    ground_pose(home.qpos[:3], home.qpos[3:7]))
+            spot = ground_pose(home.qpos[:3], home.qpos[3:7])
+            c, s = jnp.cos(spot[2]), jnp.sin(spot[2])
+            spot = spot + jnp.stack([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1], offset[2]])
+            frame = moved_on_ground(frame, ground_pose(frame.root_pos, frame.root_quat), spot)
         handed_over = _robot_in(home, frame)
         return jax.tree.map(lambda a, b: jnp.where(handover_time >= 0, a, b), handed_over, home)
 
