@@ -35,6 +35,11 @@ EXPERT_LIMITS: dict[str, tuple[str, ...]] = {
     "push": (
         "HumanoidBench's success bonus is paid as 1 a step, not 1000 once, so its returns are not on "
         "HumanoidBench's scale.",
+        "Its own success line is 5 cm (HumanoidBench's is 10 cm). Handed the walk's state in its own scene it gets the "
+        "box within 5 cm in 0 of 10 and falls in 8; in walk_push, where 10 cm counts, the box reaches the marker in "
+        "37 of 40 (seeds 0 and 1).",
+        "Trained on 10 s episodes: left in charge longer, as the last expert of a chain, it falls after about 12 s "
+        "(25 of 30 walk_push episodes at seed 1, where the box reached the marker after 3.0 s on average).",
     ),
     "door": (),
 }
