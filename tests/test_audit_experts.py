@@ -19,13 +19,13 @@ def _rows(out: str) -> dict[str, list[str]]:
 
 def test_the_audit_prints_one_row_per_expert_with_each_start_kind_counted_over_its_episodes():
     out = subprocess.run([sys.executable, str(PROJECT_DIR / "scripts" / "audit_experts.py"), "--episodes", "3",
-                          "--skills", "walk", "push"], capture_output=True, text=True, timeout=600, check=True).stdout
+                          "--skills", "walk", "door"], capture_output=True, text=True, timeout=600, check=True).stdout
     rows = _rows(out)
-    assert set(rows) == {"walk", "push"}
+    assert set(rows) == {"walk", "door"}
     clip, home, first_frame, handover = rows["walk"][:4]
     assert clip.startswith(("0/3", "1/3", "2/3", "3/3")) and "/3 (" in home  # walk starts from home, and on its clip
     assert first_frame == "—" and handover == "—"
-    assert rows["push"][1] == "—" and "/3 (" in rows["push"][2]  # push's props come from its clip: no home starts
+    assert rows["door"][1] == "—" and "/3 (" in rows["door"][2]  # door's props come from its clip: no home starts
 
 
 def test_the_audit_refuses_an_expert_that_is_not_shipped_and_names_the_shipped_ones():
