@@ -133,7 +133,7 @@ WALK_HANDOVER = {"handover_clip": "walk", "handover_window": (0.2, 1.2), "home_s
 @pytest.mark.skipif(not (MOTIONS_DIR / "push.npz").is_file(), reason="the shipped clip library is missing")
 def test_a_prop_task_hands_over_with_its_props_as_a_home_start_has_them_and_the_spot_shifts_within_the_offset():
     reach = (0.15, 0.1, 0.2)
-    task = _push(**WALK_HANDOVER, handover_start_fraction=1.0, handover_offset=reach, reset_noise=0.0)
+    task = _push(**WALK_HANDOVER, home_start_fraction=0.0, handover_start_fraction=1.0, handover_offset=reach, reset_noise=0.0)
     home = CompiledTask.build(task).statics.home
     box = task._props[0].qpos_start
     untouched = task.reset_physics(jax.random.PRNGKey(0), home, task.clip_info(0, 0.0)).qpos[box : box + 3]
@@ -154,4 +154,6 @@ def test_a_prop_task_hands_over_with_its_props_as_a_home_start_has_them_and_the_
     shifts = np.abs(np.asarray(shifts))
     assert (shifts <= np.asarray(reach) + 1e-6).all() and (shifts.max(axis=0) > 0.5 * np.asarray(reach)).all()
     # without an offset no draw is added: the streams of existing experts stay as they were
-    assert "handover_offset" not in _push(**WALK_HANDOVER, handover_start_fraction=1.0).reset_info(jax.random.PRNGKey(0))
+    assert "handover_offset" not in _push(
+        **WALK_HANDOVER, home_start_fraction=0.0, handover_start_fraction=1.0, handover_offset=(0.0, 0.0, 0.0)
+    ).reset_info(jax.random.PRNGKey(0))
