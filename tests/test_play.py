@@ -309,11 +309,17 @@ def test_ghost_is_translucent_and_follows_its_clip():
     assert moved[0] - start[0] > 0.3 and moved[1] == pytest.approx(start[1], abs=0.2)  # walks forward, keeps its lane
 
 
-def test_tracking_error_plot(tmp_path):
-    from metaworld_x.play.plots import plot_tracking_error, plot_weights
+def test_tracking_error_and_weights_plots(tmp_path):
+    from metaworld_x.play.plots import plot_tracking_error
+    from matplotlib.colors import to_rgba
+
+    from metaworld_x.routing.curves import expert_colours, plot_weights
 
     errors = np.abs(np.random.default_rng(0).normal(0.03, 0.01, (50, 3)))
     errors[:, 0] = 0.0  # the root: zero by construction, left out
     path = plot_tracking_error(("pelvis", "left_foot", "right_hand"), errors, 0.02, tmp_path / "e.png")
-    weights = np.random.default_rng(1).dirichlet(np.ones(3), 50)
-    assert path.stat().st_size > 0 and plot_weights(("a", "b", "c"), weights, 0.02, tmp_path / "w.png").stat().st_size > 0
+    weights = np.random.default_rng(1).dirichlet(np.ones(3), 50)[:, None, :]
+    marks = {"switches": [(0, 0.0), (2, 0.5)], "subgoals": [("arrive", 0.5), ("seated", None)]}
+    assert path.stat().st_size > 0 and plot_weights(tmp_path / "w.png", weights, ("a", "b", "c"), 0.02, "w", **marks).stat().st_size > 0
+    for count in (3, 11, 14):  # one colour per expert, however many are installed
+        assert len({to_rgba(c) for c in expert_colours(count)}) == count

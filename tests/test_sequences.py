@@ -233,13 +233,21 @@ def test_play_scripted_chains_the_experts_and_prints_the_handover(tmp_path, caps
     experts = _installed(tmp_path, "walk", "reach_one_hand")
     gif = tmp_path / "walk_reach.gif"
     code = main(["play", "--scripted", "walk to the target and touch it with your right hand", "--steps", "150",
-                 "--gif", str(gif), "--width", "160", "--height", "90", "--no-shadows", "--no-plots",
+                 "--gif", str(gif), "--width", "160", "--height", "90", "--no-shadows",
                  "--experts-dir", str(experts)])
     printed = capsys.readouterr().out
-    assert code == 0 and gif.stat().st_size > 0
+    assert code == 0 and gif.stat().st_size > 0 and (tmp_path / "walk_reach_weights.png").stat().st_size > 0
     assert "playing scripted walk_reach" in printed
     switch = re.search(r"experts: walk 0\.0 s -> reach_one_hand ([0-9.]+) s", printed)
     assert switch and 1.5 < float(switch.group(1)) < 3.0, printed  # the walk arrives after about 2.4 s
+
+
+def test_played_subgoals_are_marked_when_first_reached():
+    from metaworld_x.play.headless import reached_times
+
+    # the phase after each 0.02 s step: the first sub-goal at the 3rd step, the second at the 5th, never a third
+    assert reached_times([0, 0, 1, 1, 2, 2], 3, 0.02) == pytest.approx([0.06, 0.10, None])
+    assert reached_times([], 2, 0.02) == [None, None]
 
 
 def test_play_scripted_refuses_a_single_expert_and_names_a_missing_one(tmp_path, capsys):

@@ -19,6 +19,8 @@ class EpisodeLog:
     """[T] arrays [K] of expert weights."""
     keypoint_errors: list = field(default_factory=list)
     """[T] arrays [Kp] of keypoint tracking errors (m); empty without a reference."""
+    phases: list = field(default_factory=list)
+    """[T] sub-goals reached so far (a sequential task's info["phase"]); empty for other tasks."""
     success: bool = False
     """The task's own success criterion held at some step (judged at the episode's end for most tasks)."""
     reason: str = "none"
@@ -73,6 +75,8 @@ class EpisodeRunner:
         self.log.weights.append(np.asarray(decision.weights, np.float64))
         if self.scenario.keypoint_errors is not None:
             self.log.keypoint_errors.append(np.asarray(self.scenario.keypoint_errors(state))[0])
+        if "phase" in state.info:
+            self.log.phases.append(int(np.asarray(state.info["phase"])[0]))
         self.log.success |= bool(np.asarray(state.metrics["success"])[0] > 0.5)
         if bool(state.done[0]):
             self.log.reason = self.env.reason_names[int(np.asarray(state.info["termination_reason"])[0])]

@@ -102,8 +102,11 @@ def record_episode(runner: EpisodeRunner, options: RecordOptions, ghost: Ghost |
 
 
 def write_plots(runner: EpisodeRunner, stem: Path) -> list[Path]:
-    """Tracking error per body part (with a reference) and expert weights over time (with several experts)."""
-    from metaworld_x.play.plots import plot_tracking_error, plot_weights
+    """Tracking error per body part (with a reference) and expert weights over time (with several experts), the
+    weights marked where the dominant expert changed and where each sub-goal was reached."""
+    from metaworld_x.play.plots import plot_tracking_error
+    from metaworld_x.routing.curves import plot_weights
+    from metaworld_x.routing.rollouts import switch_times
 
     log, scenario, written = runner.log, runner.scenario, []
     stem = Path(stem)
@@ -113,9 +116,25 @@ def write_plots(runner: EpisodeRunner, stem: Path) -> list[Path]:
         written.append(plot_tracking_error(scenario.keypoint_names, np.stack(log.keypoint_errors), runner.control_dt, path, title))
     if log.weights and scenario.routed:
         path = stem.with_name(f"{stem.name}_weights.png")
-        title = f"{scenario.title}: expert weights, seed {runner.seed}"
-        written.append(plot_weights(scenario.controller.expert_names, np.stack(log.weights), runner.control_dt, path, title))
+        weights = np.stack(log.weights)
+        goals = subgoals_of(scenario.task)
+        reached = reached_times(log.phases, len(goals), runner.control_dt)
+        plot_weights(path, weights[:, None, :], scenario.controller.expert_names, runner.control_dt,
+                     f"{scenario.title}: expert weights, seed {runner.seed}", switches=switch_times(weights, runner.control_dt),
+                     subgoals=list(zip((g.kind for g in goals), reached)))
+        written.append(path)
     return written
+
+
+def reached_times(phases: list[int], count: int, dt: float) -> list[float | None]:
+    """Seconds (the end of the step) at which each of `count` sub-goals was first reached, from the phase after each
+    step; None for one never reached."""
+    return [next((t * dt for t, phase in enumerate(phases, 1) if phase > i), None) for i in range(count)]
+
+
+def subgoals_of(task) -> tuple:
+    """A sequential task's sub-goals (the task itself or the objective of its expert scene); () for others."""
+    return getattr(task, "subgoals", None) or getattr(getattr(task, "objective", None), "subgoals", ())
 
 
 def outcome_lines(runner: EpisodeRunner) -> list[str]:

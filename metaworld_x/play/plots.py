@@ -1,4 +1,4 @@
-"""PNG plots of a played episode: tracking error per body part, expert weights over time."""
+"""PNG plots of a played episode: tracking error per body part (the expert weights are `routing.curves`')."""
 
 from pathlib import Path
 
@@ -47,28 +47,5 @@ def plot_tracking_error(names: tuple[str, ...], errors: np.ndarray, dt: float, p
     lines.set_title("the five worst keypoints over time")
     lines.legend(fontsize=8)
     fig.suptitle(title or "tracking error per body part (relative to the root)")
-    fig.tight_layout()
-    return save_figure(fig, path, dpi=100)
-
-
-def plot_weights(names: tuple[str, ...], weights: np.ndarray, dt: float, path: Path, title: str = "") -> Path:
-    """The router's weight on each expert over time, stacked (they sum to 1).
-
-    Args:
-      names: [K] expert names.
-      weights: [T, K] mixture weights.
-      dt: seconds per row of `weights`.
-    """
-    plt = _figure()
-    weights = np.asarray(weights, np.float64)
-    time = np.arange(weights.shape[0]) * dt
-    fig, axis = plt.subplots(figsize=(10, 4))
-    axis.stackplot(time, weights.T, labels=names)
-    axis.set_xlim(time[0], time[-1] if len(time) > 1 else 1.0)
-    axis.set_ylim(0, 1)
-    axis.set_xlabel("time (s)")
-    axis.set_ylabel("expert weight")
-    axis.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    axis.set_title(title or "expert weights over time")
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)
