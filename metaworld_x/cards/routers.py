@@ -65,7 +65,8 @@ def one_router_card(folder: Path) -> str:
                f"own rollouts in every scene; {num(metrics.get('env_steps'))} env steps, "
                f"{minutes(seconds.get('training_total'))} of training and {minutes(seconds.get('evaluation'))} of evaluation"
                f" on {metrics.get('machine', 'a machine not recorded')}.")
-    out += ["", "```bash", "metaworld-x train router --all", "```", ""]
+    ablations = metrics.get("ablations") or {}
+    out += ["", "```bash", "metaworld-x train router --all" + (" --ablations" if ablations else ""), "```", ""]
     out.append(f"**Evaluation** (`metaworld-x eval router --seed {train_config.get('seed', 0)}`; shipped: round "
                f"{_round(selected)} of " + ", ".join(_round(e) for e in metrics.get("evals") or []) + "):")
     out += ["", "| task | success | return | time to success | weights |", "|---|---|---|---|---|"]
@@ -74,6 +75,15 @@ def one_router_card(folder: Path) -> str:
         out.append(f"| {task} | {ratio(row)} | {num(row.get('return_mean'), 1)} ± {num(row.get('return_std'), 1)} | "
                    f"{'—' if tts is None else f'{tts:.2f} s'} | {_weights(row, names)} |")
     out.append("")
+    if ablations:
+        from metaworld_x.routing.one_router_ablations import comparison_table
+
+        out.append("**Beside its ablations** (success and return per task, the same seeds): `scripted` runs each "
+                   "sub-goal's expert alone, switched as the sub-goal is reached (other tasks: the prior's top expert); "
+                   "`no_vlm` is trained without the language prior, `no_world_model` by REINFORCE on real rollouts "
+                   "from the same start with as many environment steps. Then, for fetch, door and push, a router "
+                   "trained on that task alone without its own expert:")
+        out += ["", *comparison_table(metrics), ""]
     out.append("**Limits.**")
     skipped = metrics.get("skipped_tasks") or {}
     out += [f"- Not trained on {task}: it {why}." for task, why in skipped.items()]

@@ -202,7 +202,11 @@ class TrainRouter:
     resume: bool = False
     """Continue a killed run from its last finished stage."""
     ablations: bool = False
-    """Also train the no-VLM and no-world-model variants and evaluate the no-router one (about 2x the time)."""
+    """Also train the no-VLM and no-world-model variants and evaluate the no-router one (about 2x the time); with
+    --all, the scripted baseline on every task and, for fetch, door and push, a router without their own expert."""
+    leave_one_out: tuple[str, ...] | None = None
+    """With --all --ablations: task:expert pairs, each a router trained on the task alone without that expert;
+    default fetch:carry door:door push:push."""
     num_worlds: int | None = None
     """Parallel simulations while collecting (per task with --all); default 32 (--all: 10)."""
     collect_steps: int | None = None
@@ -253,14 +257,16 @@ class TrainRouter:
 
         base = AllTasksConfig() if self.all else RouterTrainConfig()
         if self.all:
-            if self.task is not None or self.ablations:
+            if self.task is not None:
                 raise UserError("--all trains one router on every catalog task (choose some with --tasks);"
-                                " --task and --ablations are for one task's router")
+                                " --task is for one task's router")
             extra = {"tasks": self.tasks} if self.tasks else {}
+            if self.leave_one_out is not None:
+                extra["leave_one_out"] = self.leave_one_out
             extra.update(self._overrides(("prior_fit_updates",)))
         else:
-            if self.tasks or self.prior_fit_updates is not None:
-                raise UserError("--tasks and --prior-fit-updates apply to the one router of --all; add --all")
+            if self.tasks or self.prior_fit_updates is not None or self.leave_one_out is not None:
+                raise UserError("--tasks, --prior-fit-updates and --leave-one-out apply to the one router of --all; add --all")
             extra = {"task": self.task or base.task, "ablations": self.ablations}
         return replace(
             base, **extra, **self._overrides(self._BUDGET), seed=self.seed,
@@ -288,7 +294,7 @@ class TrainRouter:
             from metaworld_x.routing.all_tasks import run_all_tasks
 
             out = run_all_tasks(config, self.experts_dir or EXPERTS_DIR, self.run_dir, self.out or ROUTER_DIR,
-                                self.resume, vlm_cache=self.vlm_cache)
+                                self.resume, vlm_cache=self.vlm_cache, ablations=self.ablations)
             metrics = json.loads((out / "metrics.json").read_text())
             final = metrics["selected_evaluation"]
             print(f"shipped to {out} (round {final['round']}): {final['success']}/{final['episodes']} successes over"
@@ -298,6 +304,10 @@ class TrainRouter:
                 print(f"  {task:<10} {row['success']}/{row['episodes']}  return {row['return_mean']:.1f}")
             for task, why in metrics["skipped_tasks"].items():
                 print(f"  {task:<10} skipped: it {why}")
+            if metrics["ablations"]:
+                from metaworld_x.routing.one_router_ablations import comparison_table
+
+                print("\nbeside its ablations (success, return; same seeds):\n" + "\n".join(comparison_table(metrics)))
             return
         out = run_pipeline(config, self.experts_dir or EXPERTS_DIR, self.run_dir, self.out or ROUTER_DIR, self.resume,
                            vlm_cache=self.vlm_cache)

@@ -109,6 +109,8 @@ class AllTasksConfig:
     """Evaluate (every task) after each round; default only the starting router and the last round's."""
     seed: int = 0
     """Seed of collection, training and evaluation."""
+    leave_one_out: tuple[str, ...] = ("fetch:carry", "door:door", "push:push")
+    """With ablations: "task:expert" pairs, each a router trained on the task alone without that expert."""
     world_model: WorldModelConfig = field(default_factory=_default_world_model)
     """The world model."""
     router: RouterConfig = field(default_factory=_default_router)
@@ -116,8 +118,14 @@ class AllTasksConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "tasks", tuple(self.tasks))
+        object.__setattr__(self, "leave_one_out", tuple(self.leave_one_out))
         from metaworld_x.routing.language import TASK_NAMES
 
+        for pair in self.leave_one_out:
+            task, _, expert = pair.partition(":")
+            if not expert or task not in TASK_NAMES:
+                raise UserError(f"leave_one_out takes task:expert pairs of a catalog task and an expert (e.g. door:door),"
+                                f" got {pair!r}")
         unknown = [t for t in self.tasks if t not in TASK_NAMES]
         if unknown or not self.tasks:
             raise UserError(f"unknown task(s) {', '.join(unknown) or '(none given)'}; tasks: {', '.join(TASK_NAMES)}")
@@ -191,8 +199,10 @@ def missing_experts(task, expert_names) -> list[str]:
     return missing_skills(task, expert_names) if getattr(task, "subgoals", ()) else []
 
 
-def prepare_all(config: AllTasksConfig, experts_dir: Path, resolver=None, vlm_cache: Path | None = None) -> AllTasks:
-    """Load the experts once; build each task's padded scene; embed its instruction and score its prior."""
+def prepare_all(config: AllTasksConfig, experts_dir: Path, resolver=None, vlm_cache: Path | None = None,
+                without: tuple[str, ...] = ()) -> AllTasks:
+    """Load the experts once (all installed ones but `without`); build each task's padded scene; embed its
+    instruction and score its prior."""
     from metaworld_x.envs.tasks import make_task
     from metaworld_x.routing.experts import ExpertSet
     from metaworld_x.routing.language import TaskResolver, composite_task
@@ -201,7 +211,7 @@ def prepare_all(config: AllTasksConfig, experts_dir: Path, resolver=None, vlm_ca
     from metaworld_x.routing.vlm_prior import prior_scorer, score_prior
 
     resolver = resolver or TaskResolver()
-    dirs = installed_experts(experts_dir)
+    dirs = {name: path for name, path in installed_experts(experts_dir).items() if name not in without}
     experts = ExpertSet.load(dirs)
     specs = dict(zip(experts.names, experts.specs))
     scorer = prior_scorer(config.router, vlm_cache, text_encoder=None if config.router.vlm else resolver.encoder)
@@ -427,25 +437,36 @@ def _eval_line(name: str, evaluation: dict) -> str:
     return f"[{name}] {evaluation['success']}/{evaluation['episodes']} successes ({per_task})"
 
 
-def train_all(ctx: AllTasks, run_dir: Path) -> dict:
-    """Prior fit, imagination, fine-tune rounds; resumes at the first round it had not finished."""
+def train_all(ctx: AllTasks, run_dir: Path, name: str = "full", router_config: RouterConfig | None = None,
+              evaluate_start: bool = True) -> dict:
+    """Prior fit, imagination, fine-tune rounds; resumes at the first round it had not finished.
+
+    name, router_config: a variant (an ablation) trained in run_dir/name on the same data and budget; without
+    use_vlm it starts from fresh weights instead of the prior fit. evaluate_start: evaluate the starting router too
+    (what ships is the best evaluated stage)."""
     from metaworld_x.routing.checkpoint import load_router, save_router
     from metaworld_x.routing.learner import init_router_state
     from metaworld_x.world_model.checkpoint import load_world_model, save_world_model
     from metaworld_x.routing.pipeline import train_wm
 
     c = ctx.config
-    work = run_dir / "full"
+    work = run_dir / name
     work.mkdir(parents=True, exist_ok=True)
     progress = _read_json(work / "progress.json") or {
         "round": -2, "buffer": str(run_dir / "buffer.npz"), "world_model": str(run_dir / WM_DIR), "router": None,
-        "vlm_weight": c.router.initial_vlm_weight, "env_steps": c.num_worlds * c.collect_steps * len(ctx.slots),
+        "vlm_weight": (router_config or c.router).initial_vlm_weight, "env_steps": c.num_worlds * c.collect_steps * len(ctx.slots),
         "evals": [], "prior_fit": [], "imagination": [], "world_model_rounds": [],
         "seconds": {"prior_fit": 0.0, "collect": 0.0, "world_model": 0.0, "imagination": 0.0, "eval": 0.0},
     }
     model, wm_params, _ = load_world_model(Path(progress["world_model"]))
-    router = make_one_router(ctx, c.router)
+    router = make_one_router(ctx, router_config or c.router)
     params = load_router(Path(progress["router"]), ctx.experts)[1] if progress["router"] else None
+
+    def keep(r: int, params, label: str):  # an evaluation of all tasks costs more than a round: saved, not evaluated
+        folder = work / f"router_{label}"
+        save_router(folder, router, params, ctx.experts)
+        progress.update(round=r, router=str(folder))
+        write_json(work / "progress.json", progress)
 
     def finish(r: int, params, label: str):
         folder = work / f"router_{label}"
@@ -455,19 +476,20 @@ def train_all(ctx: AllTasks, run_dir: Path) -> dict:
         progress["evals"].append({"round": r, "env_steps": progress["env_steps"], "router": str(folder), **evaluation})
         progress.update(round=r, router=str(folder))
         write_json(work / "progress.json", progress)  # the stage counts as done only once this is written
-        print(_eval_line(label, evaluation) + f", vlm_weight {progress['vlm_weight']:.4f}", flush=True)
+        print(_eval_line(label if name == "full" else f"{name} {label}", evaluation) + f", vlm_weight {progress['vlm_weight']:.4f}", flush=True)
 
-    if progress["round"] == -2:  # stage 3: the router as it starts, fitted to every task's prior
+    if progress["round"] == -2:  # stage 3: the router as it starts, fitted to every task's prior (without the prior: fresh)
         start = time.perf_counter()
-        buffer, tags = load_tagged(Path(progress["buffer"]))
-        fresh = init_router_state(router, jax.random.PRNGKey(c.seed), model, wm_params).params
-        batches = all_task_batches(ctx, buffer, tags, c.prior_fit_updates, c.seed, any_state=True)
-        params, history = fit_prior(router, fresh, batches, c.prior_fit_learning_rate)
+        params = init_router_state(router, jax.random.PRNGKey(c.seed), model, wm_params).params
+        if router.config.use_vlm:
+            buffer, tags = load_tagged(Path(progress["buffer"]))
+            batches = all_task_batches(ctx, buffer, tags, c.prior_fit_updates, c.seed, any_state=True)
+            params, history = fit_prior(router, params, batches, c.prior_fit_learning_rate)
+            progress["prior_fit"] = history[::10] + history[-1:]
+            print(f"prior fit: KL {history[0] if history else float('nan'):.3f} -> {history[-1] if history else float('nan'):.3f}"
+                  f" over {len(history)} updates", flush=True)
         progress["seconds"]["prior_fit"] += time.perf_counter() - start
-        progress["prior_fit"] = history[::10] + history[-1:]
-        print(f"prior fit: KL {history[0] if history else float('nan'):.3f} -> {history[-1] if history else float('nan'):.3f}"
-              f" over {len(history)} updates", flush=True)
-        finish(-1, params, "start")
+        (finish if evaluate_start else keep)(-1, params, "start")
     for r in range(progress["round"] + 1, c.finetune_rounds + 1):
         buffer_path = Path(progress["buffer"])
         if r > 0:
@@ -489,13 +511,7 @@ def train_all(ctx: AllTasks, run_dir: Path) -> dict:
         progress["seconds"]["imagination"] += time.perf_counter() - start
         progress["imagination"].append({"round": r, **history})
         progress.update(buffer=str(buffer_path), vlm_weight=vlm_weight)
-        if c.eval_every_round or r == c.finetune_rounds:
-            finish(r, params, str(r))
-        else:  # an evaluation of all tasks costs more than a round: the round is saved, not evaluated
-            folder = work / f"router_{r}"
-            save_router(folder, router, params, ctx.experts)
-            progress.update(round=r, router=str(folder))
-            write_json(work / "progress.json", progress)
+        (finish if c.eval_every_round or r == c.finetune_rounds else keep)(r, params, str(r))
     # Real rollouts pick what ships: the stage with the most successes over all tasks, then the highest mean return.
     best = max(progress["evals"], key=lambda e: (e["success"], e["return_mean"]))
     progress["selected"] = {k: v for k, v in best.items() if k != "tasks"}
@@ -509,14 +525,29 @@ def train_all(ctx: AllTasks, run_dir: Path) -> dict:
 
 
 def run_all_tasks(config: AllTasksConfig, experts_dir: Path, run_dir: Path, out_dir: Path, resume: bool = False,
-                  vlm_cache: Path | None = None) -> Path:
-    """Train the one router on `config.tasks` and ship it to out_dir/all; returns that folder."""
-    from metaworld_x.routing.pipeline import train_wm
-    from metaworld_x.world_model.checkpoint import save_world_model
+                  vlm_cache: Path | None = None, ablations: bool = False) -> Path:
+    """Train the one router on `config.tasks` and ship it to out_dir/all; returns that folder.
 
+    ablations: also train its ablations on the same data and budget, and measure the scripted baseline and
+    leave-one-out (`one_router_ablations`), recorded in its metrics.json."""
     wall = time.perf_counter()
     ctx = prepare_all(config, experts_dir, vlm_cache=vlm_cache)
     run_dir = Path(run_dir) / ALL_TASKS_DIR
+    full, stages = fit_one_router(ctx, run_dir, resume)
+    variants = {}
+    if ablations:
+        from metaworld_x.routing.one_router_ablations import run_ablations
+
+        variants = run_ablations(ctx, run_dir, full, experts_dir, vlm_cache)
+    return ship_all(ctx, out_dir, full, stages, time.perf_counter() - wall, variants)
+
+
+def fit_one_router(ctx: AllTasks, run_dir: Path, resume: bool = False) -> tuple[dict, dict]:
+    """Stages 1-5 in run_dir: (train_all's progress, the collection and world-model stages)."""
+    from metaworld_x.routing.pipeline import train_wm
+    from metaworld_x.world_model.checkpoint import save_world_model
+
+    config = ctx.config
     record = json.loads(json.dumps({"tasks": [s.name for s in ctx.slots], "experts": ctx.experts.record(),
                                     "config": dataclasses.asdict(config)}))
     previous = _read_json(run_dir / "context.json")
@@ -541,11 +572,10 @@ def run_all_tasks(config: AllTasksConfig, experts_dir: Path, run_dir: Path, out_
         write_json(run_dir / "stages.json", stages)
     print("world model: k-step latent error (relative) "
           + ", ".join(f"k={k}: {v['latent_mse_relative']:.3f}" for k, v in stages["world_model"]["k_step"].items()), flush=True)
-    full = train_all(ctx, run_dir)
-    return ship_all(ctx, out_dir, full, stages, time.perf_counter() - wall)
+    return train_all(ctx, run_dir), stages
 
 
-def ship_all(ctx: AllTasks, out_dir: Path, full: dict, stages: dict, wall_clock: float) -> Path:
+def ship_all(ctx: AllTasks, out_dir: Path, full: dict, stages: dict, wall_clock: float, ablations: dict | None = None) -> Path:
     """Write router/all/ as a whole: staged in a sibling folder, then swapped in by renames."""
     from metaworld_x.routing.checkpoint import save_router
     from metaworld_x.world_model.checkpoint import load_world_model, save_world_model
@@ -577,6 +607,7 @@ def ship_all(ctx: AllTasks, out_dir: Path, full: dict, stages: dict, wall_clock:
         "env_steps": full["env_steps"], "seconds": seconds, "wall_clock_s": wall_clock,
         "evals": full["evals"], "selected": full["selected"], "selected_evaluation": full["selected_evaluation"],
         "prior_fit_kl": full["prior_fit"], "machine": describe_machine(), "config": dataclasses.asdict(c),
+        "ablations": ablations or {},
     }
     write_json(staging / "metrics.json", metrics)
     return replace_folder(staging, final)
