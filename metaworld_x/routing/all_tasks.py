@@ -437,6 +437,24 @@ def _eval_line(name: str, evaluation: dict) -> str:
     return f"[{name}] {evaluation['success']}/{evaluation['episodes']} successes ({per_task})"
 
 
+def starting_router(ctx: AllTasks, router, model, wm_params, progress: dict):
+    """The router's parameters fitted to every task's prior (fresh ones for a router without it); the fit's KL
+    curve and time go into `progress`."""
+    from metaworld_x.routing.learner import init_router_state
+
+    c, start = ctx.config, time.perf_counter()
+    params = init_router_state(router, jax.random.PRNGKey(c.seed), model, wm_params).params
+    if router.config.use_vlm:
+        buffer, tags = load_tagged(Path(progress["buffer"]))
+        batches = all_task_batches(ctx, buffer, tags, c.prior_fit_updates, c.seed, any_state=True)
+        params, history = fit_prior(router, params, batches, c.prior_fit_learning_rate)
+        progress["prior_fit"] = history[::10] + history[-1:]
+        print(f"prior fit: KL {history[0] if history else float('nan'):.3f} -> {history[-1] if history else float('nan'):.3f}"
+              f" over {len(history)} updates", flush=True)
+    progress["seconds"]["prior_fit"] += time.perf_counter() - start
+    return params
+
+
 def train_all(ctx: AllTasks, run_dir: Path, name: str = "full", router_config: RouterConfig | None = None,
               evaluate_start: bool = True) -> dict:
     """Prior fit, imagination, fine-tune rounds; resumes at the first round it had not finished.
@@ -445,9 +463,8 @@ def train_all(ctx: AllTasks, run_dir: Path, name: str = "full", router_config: R
     use_vlm it starts from fresh weights instead of the prior fit. evaluate_start: evaluate the starting router too
     (what ships is the best evaluated stage)."""
     from metaworld_x.routing.checkpoint import load_router, save_router
-    from metaworld_x.routing.learner import init_router_state
-    from metaworld_x.world_model.checkpoint import load_world_model, save_world_model
     from metaworld_x.routing.pipeline import train_wm
+    from metaworld_x.world_model.checkpoint import load_world_model, save_world_model
 
     c = ctx.config
     work = run_dir / name
@@ -478,18 +495,8 @@ def train_all(ctx: AllTasks, run_dir: Path, name: str = "full", router_config: R
         write_json(work / "progress.json", progress)  # the stage counts as done only once this is written
         print(_eval_line(label if name == "full" else f"{name} {label}", evaluation) + f", vlm_weight {progress['vlm_weight']:.4f}", flush=True)
 
-    if progress["round"] == -2:  # stage 3: the router as it starts, fitted to every task's prior (without the prior: fresh)
-        start = time.perf_counter()
-        params = init_router_state(router, jax.random.PRNGKey(c.seed), model, wm_params).params
-        if router.config.use_vlm:
-            buffer, tags = load_tagged(Path(progress["buffer"]))
-            batches = all_task_batches(ctx, buffer, tags, c.prior_fit_updates, c.seed, any_state=True)
-            params, history = fit_prior(router, params, batches, c.prior_fit_learning_rate)
-            progress["prior_fit"] = history[::10] + history[-1:]
-            print(f"prior fit: KL {history[0] if history else float('nan'):.3f} -> {history[-1] if history else float('nan'):.3f}"
-                  f" over {len(history)} updates", flush=True)
-        progress["seconds"]["prior_fit"] += time.perf_counter() - start
-        (finish if evaluate_start else keep)(-1, params, "start")
+    if progress["round"] == -2:  # stage 3: the router as it starts
+        (finish if evaluate_start else keep)(-1, starting_router(ctx, router, model, wm_params, progress), "start")
     for r in range(progress["round"] + 1, c.finetune_rounds + 1):
         buffer_path = Path(progress["buffer"])
         if r > 0:
