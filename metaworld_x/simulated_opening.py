@@ -36,9 +36,9 @@ from scipy.spatial.transform import Rotation
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip, save_clip
+from metaworld_x.motion.edits.gait_transition import blend_poses, poses_from_rest_config, targets_from_poses
 from metaworld_x.motion.keyframes import minimum_jerk
 from metaworld_x.motion.retarget import SourceInfo, solve_clip
-from metaworld_x.motion.transition import blend_poses, poses_from_rest_config, targets_from_poses
 
 ROBOT_NQ = 26  # free root (7) and the 19 joints: the robot's part of a scene's qpos
 

@@ -5,7 +5,7 @@
 Each recipe names its source file (under the shared mocap folder), the
 segment kept and the skill it serves; keyframed clips come from
 `metaworld_x.motion.keyframes.KEYFRAMED`, and gait transitions from two of the
-library's looping clips (`metaworld_x.motion.transition`), after those are
+library's looping clips (`metaworld_x.motion.edits.gait_transition`), after those are
 built. The source files are read, never copied. Needs ../shared/mocap (or METAWORLD_X_SHARED) for the mocap clips.
 """
 
@@ -106,8 +106,9 @@ FROM_REST = (
 
 
 # (clip name, clip, grip, lead-out): a one-shot clip led into from the home pose by keyed steps
-# (metaworld_x.motion.lead_in), then with grip its hands closed on the scene's box and the box put where they pick
-# it up (metaworld_x.motion.grip), and with lead-out ended standing in the home pose (metaworld_x.motion.lead_out).
+# (metaworld_x.motion.edits.lead_in), then with grip its hands closed on the scene's box and the box put where they
+# pick it up (metaworld_x.motion.edits.grip), and with lead-out ended standing in the home pose
+# (metaworld_x.motion.edits.lead_out).
 # pickup_carry's first frame ends the person's step up to the box: feet 7-9 cm wider than home, hips bent 0.9 rad.
 # The person's hands hold OMOMO's larger box 4-11 cm outside our box's faces, and reaching for it with shorter arms
 # the IK leant the robot 0.3 m past its toes: the grip, balanced, fits the two together. Its last frame sets the
@@ -117,8 +118,8 @@ FROM_REST = (
 # (and the carry expert) end at the set-down.
 LEAD_INS = (("pickup_carry_start", "pickup_carry", True, False),)
 # (clip name, skill, get-up source, cycle, GetDownConfig fields): standing in the home pose, getting down as a real
-# get-up played backwards, then the cycle (metaworld_x.motion.get_down). crawl_start's blend lifted the feet off the
-# floor half-way down, and no policy followed it from home. 21 s: the crawl expert's 300-step episodes end well
+# get-up played backwards, then the cycle (metaworld_x.motion.edits.get_down). crawl_start's blend lifted the feet off
+# the floor half-way down, and no policy followed it from home. 21 s: the crawl expert's 300-step episodes end well
 # inside it. A clip's length is in every observation (the phase is time / duration), so lengthening it changes
 # what a trained expert sees at every frame: at 25 s the shipped crawl expert scored 3/10 from home instead of 0/10.
 GET_DOWNS = (("crawl_get_down", "crawl", "deepmimic/humanoid3d_getup_facedown.txt", "crawl", {"total_s": 25.0}),)
@@ -147,14 +148,14 @@ def main(argv: list[str] | None = None) -> int:
 def build(out: Path, only: set[str] | None = None) -> None:
     from metaworld_x.motion import load_human_motion
     from metaworld_x.motion.clip import read_clip, save_clip
-    from metaworld_x.motion.get_down import GetDownConfig, get_down
-    from metaworld_x.motion.grip import with_grip
-    from metaworld_x.motion.keyframes import KEYFRAMED, compose
-    from metaworld_x.motion.lead_in import with_lead_in
-    from metaworld_x.motion.lead_out import with_lead_out
     from metaworld_x.motion.contacts import ContactConfig
+    from metaworld_x.motion.edits.gait_transition import TransitionConfig, from_rest, gait_transition
+    from metaworld_x.motion.edits.get_down import GetDownConfig, get_down
+    from metaworld_x.motion.edits.grip import with_grip
+    from metaworld_x.motion.edits.lead_in import with_lead_in
+    from metaworld_x.motion.edits.lead_out import with_lead_out
+    from metaworld_x.motion.keyframes import KEYFRAMED, compose
     from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, retarget
-    from metaworld_x.motion.transition import TransitionConfig, from_rest, gait_transition
     from metaworld_x.paths import EXPERTS_DIR
     from metaworld_x.robot import robot_spec
     from metaworld_x.simulated_opening import with_simulated_opening

@@ -32,7 +32,7 @@ from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
 from metaworld_x.errors import UserError
 from metaworld_x.expert_specs import EXPERTS
 from metaworld_x.motion.clip import load_clip
-from metaworld_x.motion.grip import GripConfig
+from metaworld_x.motion.edits.grip import GripConfig
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.scene import build_model, build_scene
 from metaworld_x.scene.compose import Placement
@@ -94,7 +94,7 @@ def test_every_start_puts_the_box_where_the_clip_has_it_and_between_the_palms_on
         if held[i]:
             palms.append([np.linalg.norm(data.site(f"{side}_palm").xpos - data.body("box").xpos) for side in ("left", "right")])
     palms = np.asarray(palms)
-    # pressed on the box's sides by the clip's grip (motion.grip): within holding distance, at the faces
+    # pressed on the box's sides by the clip's grip (motion.edits.grip): within holding distance, at the faces
     assert (palms > GripConfig().hand_offset - 0.01).all() and (palms < HOLDING_DISTANCE).all(), palms
 
 

@@ -178,7 +178,7 @@ MOVING_END_SPEED = 0.3
 KNOWN_MOVING_ENDS: dict[str, str] = {
     "carry": "the take ends setting the box down, bent 46° over the table with a foot in the air; late starts hold that "
              "frame for up to 8 s, 58 % of evaluated steps. A lead-out that ends it standing "
-             "(motion/lead_out.py) cost home-start success and is not shipped (docs/design-notes.md)",
+             "(motion/edits/lead_out.py) cost home-start success and is not shipped (docs/design-notes.md)",
 }
 
 

@@ -1,4 +1,4 @@
-"""Getting down from standing into the crawl (metaworld_x.motion.get_down): a get-up played backwards."""
+"""Getting down from standing into the crawl (metaworld_x.motion.edits.get_down): a get-up played backwards."""
 
 from dataclasses import replace
 
@@ -9,11 +9,11 @@ from scipy.spatial.transform import Rotation
 from metaworld_x.errors import UserError
 from metaworld_x.motion import load_human_motion
 from metaworld_x.motion.clip import read_clip
-from metaworld_x.motion.get_down import GetDownConfig, get_down, reversed_poses, splice
+from metaworld_x.motion.edits.gait_transition import GaitCycle
+from metaworld_x.motion.edits.get_down import GetDownConfig, get_down, reversed_poses, splice
 from metaworld_x.motion.ik import home_qpos
 from metaworld_x.motion.quality import GOALS
 from metaworld_x.motion.retarget import PoseKinematics, SourceInfo, retarget
-from metaworld_x.motion.transition import GaitCycle
 from metaworld_x.paths import MOTIONS_DIR, shared_dir
 from metaworld_x.robot import JOINT_NAMES, robot_spec
 from metaworld_x.robot.constants import HOME_JOINT_POSE, HOME_ROOT_HEIGHT

@@ -1,7 +1,7 @@
 """The grip fitted to pickup_carry_start: its hands hold the scene's box, and the box rests where they pick it up.
 
 OMOMO's person holds a larger box than the one between the H1's paddles, and
-the robot's hands close elsewhere than the person's. `motion.grip.with_grip`
+the robot's hands close elsewhere than the person's. `motion.edits.grip.with_grip`
 fits the two together, so a policy that follows the clip lifts the box.
 """
 
@@ -13,7 +13,7 @@ from scipy.spatial.transform import Rotation
 from metaworld_x.envs.reference import held_object
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import load_clip
-from metaworld_x.motion.grip import GripConfig, lift_frame, with_grip
+from metaworld_x.motion.edits.grip import GripConfig, lift_frame, with_grip
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.robot import robot_spec
 from metaworld_x.robot.model import PADDLE_HALF_SIZE
@@ -131,8 +131,8 @@ def test_a_clip_without_an_object_cannot_be_gripped():
 
 
 def test_the_ik_balance_task_keeps_the_centre_of_mass_over_the_soles_when_the_hands_reach_far():
+    from metaworld_x.motion.edits.gait_transition import targets_from_poses
     from metaworld_x.motion.ik import FrameTargets, IkConfig, PoseSolver, home_qpos
-    from metaworld_x.motion.transition import targets_from_poses
 
     model = robot_spec("h1").compile()
     data = mujoco.MjData(model)
@@ -183,7 +183,7 @@ def test_facing_and_smoothed_balance_lay_the_paddles_flat_and_stop_the_pelvis_lu
     and the balance pull, switched with each step's double support, moves the pelvis up to 15.6 cm in one frame
     as a foot lifts. The same clip made with the facing task and a smoothed balance weight has neither (not
     shipped: the carry expert would need retraining on it)."""
-    from metaworld_x.motion.lead_in import with_lead_in
+    from metaworld_x.motion.edits.lead_in import with_lead_in
 
     shipped = _paddle_tilt_and_lurch(gripped[0])
     assert shipped[1] > 25.0 and shipped[2] > 0.1, shipped
@@ -198,8 +198,8 @@ def test_facing_and_smoothed_balance_lay_the_paddles_flat_and_stop_the_pelvis_lu
 
 
 def test_the_ik_facing_task_lays_a_forearm_along_the_asked_direction_and_only_where_asked():
+    from metaworld_x.motion.edits.gait_transition import targets_from_poses
     from metaworld_x.motion.ik import FrameTargets, IkConfig, PoseSolver, home_qpos
-    from metaworld_x.motion.transition import targets_from_poses
 
     model = robot_spec("h1").compile()
     data = mujoco.MjData(model)

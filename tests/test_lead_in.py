@@ -5,8 +5,8 @@ import pytest
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import read_clip
+from metaworld_x.motion.edits.lead_in import LeadInConfig, with_lead_in
 from metaworld_x.motion.ik import home_qpos
-from metaworld_x.motion.lead_in import LeadInConfig, with_lead_in
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.robot import robot_spec
 from metaworld_x.robot.constants import HOME_ROOT_HEIGHT
@@ -54,7 +54,7 @@ def test_after_the_lead_in_it_is_the_clip_from_the_join_and_the_box_waits_there_
     _, clip, led, lead, join = made
     # The whole sequence is solved again by the IK, on the clip's own keypoints as targets: the hands, which carry
     # the box, stay within 2 cm; feet pinned with this clip's contacts move a few cm in a few frames, and so do the
-    # elbows of the grip (motion.grip), where the IK bent the arms to press the hands on the box.
+    # elbows of the grip (motion.edits.grip), where the IK bent the arms to press the hands on the box.
     off = np.linalg.norm(led.keypoint_pos[lead:] - clip.keypoint_pos[join:], axis=-1)
     hands = [led.keypoint_names.index(f"{side}_hand") for side in ("left", "right")]
     assert off[:, hands].max() < 0.02 and np.median(off) < 0.01 and np.percentile(off.max(axis=1), 90) < 0.04

@@ -8,8 +8,8 @@ from scipy.spatial.transform import Rotation
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import read_clip
+from metaworld_x.motion.edits.lead_out import LeadOutConfig, with_lead_out
 from metaworld_x.motion.keyframes import home_points
-from metaworld_x.motion.lead_out import LeadOutConfig, with_lead_out
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.robot import robot_spec
 

@@ -207,7 +207,7 @@ def held_object(clip: Clip) -> dict[str, np.ndarray]:
     where both hands are within GRASP_REACH of the object), so the box moves
     rigidly with the object all through the clip. A clip whose hands never hold
     the object keeps its pose, and so does a clip whose object is the box already
-    (`motion.grip.with_grip`, marked by `info["grip"]`). Velocities are central differences.
+    (`motion.edits.grip.with_grip`, marked by `info["grip"]`). Velocities are central differences.
     """
     from scipy.spatial.transform import Rotation
 

@@ -49,10 +49,10 @@ from scipy.spatial.transform import Rotation
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
+from metaworld_x.motion.edits.gait_transition import poses_from_rest_config, targets_from_poses
 from metaworld_x.motion.keyframes import minimum_jerk
 from metaworld_x.motion.retarget import SourceInfo, solve_clip
 from metaworld_x.motion.scaling import KEYPOINT_NAMES, SIDES
-from metaworld_x.motion.transition import poses_from_rest_config, targets_from_poses
 from metaworld_x.robot.model import PADDLE_HALF_SIZE
 from metaworld_x.scene.props import BOX_HALF_SIZE
 

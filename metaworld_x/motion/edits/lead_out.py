@@ -42,10 +42,10 @@ from scipy.spatial.transform import Rotation
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
+from metaworld_x.motion.edits.gait_transition import blend_poses, poses_from_rest_config, targets_from_poses
 from metaworld_x.motion.keyframes import KeyframeClip, KeyPose, compose, home_points, minimum_jerk
 from metaworld_x.motion.retarget import SourceInfo, solve_clip
 from metaworld_x.motion.scaling import SIDES
-from metaworld_x.motion.transition import blend_poses, poses_from_rest_config, targets_from_poses
 
 
 @dataclass(frozen=True)

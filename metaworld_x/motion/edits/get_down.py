@@ -2,7 +2,7 @@
 
 A router starts every expert standing in the home pose, and the crawl cycle
 never stands. Blending the home pose straight into the crawl's joint angles
-(`transition.from_rest`, crawl_start) folds the legs while the pelvis is still
+(`gait_transition.from_rest`, crawl_start) folds the legs while the pelvis is still
 high: half-way the feet leave the floor with nothing under the robot, and no
 policy learned to follow it. People get down the way they get
 up, backwards. DeepMimic's get-up from lying face down, reversed, bends
@@ -13,7 +13,7 @@ lowers the knees: every frame has support. The clip is made of:
 2. the get-up backwards and slowed, to its frame closest to a crawl pose
    (joint angles, pelvis attitude and height; `splice`);
 3. that pose blended into the crawl at the matched phase, the cadence rising
-   from zero (`transition.transition_qpos`), and crawling after.
+   from zero (`gait_transition.transition_qpos`), and crawling after.
 
 The poses are only targets: the whole goes through the same IK, floor,
 foot-pinning and contact stages as retargeted mocap (`retarget.solve_clip`).
@@ -29,10 +29,7 @@ from scipy.spatial.transform import Rotation
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip
-from metaworld_x.motion.human import frame_weights, lerp_frames, slerp_frames, uniform_times
-from metaworld_x.motion.ik import home_qpos
-from metaworld_x.motion.retarget import solve_clip
-from metaworld_x.motion.transition import (
+from metaworld_x.motion.edits.gait_transition import (
     GaitCycle,
     TransitionConfig,
     check_joints,
@@ -41,6 +38,9 @@ from metaworld_x.motion.transition import (
     targets_from_poses,
     transition_qpos,
 )
+from metaworld_x.motion.human import frame_weights, lerp_frames, slerp_frames, uniform_times
+from metaworld_x.motion.ik import home_qpos
+from metaworld_x.motion.retarget import solve_clip
 from metaworld_x.robot.constants import HOME_ROOT_HEIGHT
 
 

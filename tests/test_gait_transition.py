@@ -1,4 +1,5 @@
-"""Transition clips made from the library's cycles (metaworld_x.motion.transition): walk to run, and standing to crawl."""
+"""Transition clips made from the library's cycles (metaworld_x.motion.edits.gait_transition): walk to run, and
+standing to crawl."""
 
 from dataclasses import replace
 
@@ -7,9 +8,16 @@ import pytest
 
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import read_clip
+from metaworld_x.motion.edits.gait_transition import (
+    GaitCycle,
+    TransitionConfig,
+    blend_weight,
+    from_rest,
+    gait_transition,
+    transition_qpos,
+)
 from metaworld_x.motion.ik import home_qpos
 from metaworld_x.motion.quality import GOALS
-from metaworld_x.motion.transition import GaitCycle, TransitionConfig, blend_weight, from_rest, gait_transition, transition_qpos
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.robot import JOINT_NAMES, robot_spec
 from metaworld_x.robot.constants import HOME_JOINT_POSE, HOME_ROOT_HEIGHT
