@@ -33,9 +33,9 @@ import mujoco.batch
 import numpy as np
 
 from metaworld_x.envs.compiled import CompiledTask
+from metaworld_x.envs.control_step import select
 from metaworld_x.envs.observations import proprioception, proprioception_size
 from metaworld_x.envs.physics_view import BatchViewReader
-from metaworld_x.envs.transition import select
 from metaworld_x.errors import UserError
 from metaworld_x.policy import act, load_policy
 from metaworld_x.routing.skill_observation import SkillObservation

@@ -24,7 +24,7 @@ import mujoco.batch
 import numpy as np
 
 from metaworld_x.envs import make
-from metaworld_x.envs.transition import prepare_action
+from metaworld_x.envs.control_step import prepare_action
 from metaworld_x.machine import describe_machine
 
 

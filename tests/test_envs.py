@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from metaworld_x.envs import make
+from metaworld_x.envs.control_step import first_observation
 from metaworld_x.envs.randomize import RandomizationConfig, apply, model_arrays, push, randomize
 from metaworld_x.envs.rewards import tolerance
 from metaworld_x.envs.tasks import TASKS, make_task
-from metaworld_x.envs.transition import first_observation
 from metaworld_x.errors import UserError
 
 WORLDS = 2

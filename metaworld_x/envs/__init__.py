@@ -9,7 +9,7 @@ Modules (one idea each):
 - `task`: the Task interface and its config; `tasks/`: one task per file.
 - `physics_view`: the engine-neutral PhysicsView tasks read.
 - `rewards`, `observations`, `actions`: shared building blocks.
-- `transition`: the engine-neutral halves of a step (reward, termination, reset).
+- `control_step`: the engine-neutral halves of a step (reward, termination, reset).
 - `cpu_env` (mujoco.batch) and `mjx_env` (MJX): the two backends.
 - `randomize`: domain randomisation as pure functions.
 - `registration`, `gym_env`: gymnasium ids and wrappers.

@@ -9,11 +9,11 @@ import mujoco
 import numpy as np
 
 from metaworld_x.envs.actions import ActionMap
+from metaworld_x.envs.control_step import reason_names, reset_world
 from metaworld_x.envs.observations import proprioception_size
 from metaworld_x.envs.physics_view import ViewLayout
 from metaworld_x.envs.state import PhysicsInit
 from metaworld_x.envs.task import Task
-from metaworld_x.envs.transition import reason_names, reset_world
 from metaworld_x.robot import JOINT_NAMES
 
 HOME_KEYFRAME = 0

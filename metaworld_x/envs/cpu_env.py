@@ -19,10 +19,7 @@ import numpy as np
 from flax import struct
 
 from metaworld_x.envs.compiled import HOME_KEYFRAME, CompiledTask, TaskStatics, check_action
-from metaworld_x.envs.physics_view import BatchViewReader, PhysicsView
-from metaworld_x.envs.state import PhysicsInit, State
-from metaworld_x.envs.task import Task
-from metaworld_x.envs.transition import (
+from metaworld_x.envs.control_step import (
     EPISODE_END_FIELDS,
     evaluate,
     first_observation,
@@ -31,6 +28,9 @@ from metaworld_x.envs.transition import (
     split_keys,
     zero_metrics,
 )
+from metaworld_x.envs.physics_view import BatchViewReader, PhysicsView
+from metaworld_x.envs.state import PhysicsInit, State
+from metaworld_x.envs.task import Task
 
 # Warnings the engine raises when a state diverges; it then resets that
 # simulation to the model's defaults on its own, so a rising count is the

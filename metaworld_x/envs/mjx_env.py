@@ -14,12 +14,7 @@ import mujoco
 from mujoco import mjx
 
 from metaworld_x.envs.compiled import CompiledTask, check_action
-from metaworld_x.envs.mjx_contacts import traced_with_c_contacts
-from metaworld_x.envs.mjx_integrator import implicit_fast
-from metaworld_x.envs.physics_view import view_from_mjx
-from metaworld_x.envs.state import PhysicsInit, State
-from metaworld_x.envs.task import Task
-from metaworld_x.envs.transition import (
+from metaworld_x.envs.control_step import (
     EPISODE_END_FIELDS,
     evaluate,
     first_observation,
@@ -28,6 +23,11 @@ from metaworld_x.envs.transition import (
     split_keys,
     zero_metrics,
 )
+from metaworld_x.envs.mjx_contacts import traced_with_c_contacts
+from metaworld_x.envs.mjx_integrator import implicit_fast
+from metaworld_x.envs.physics_view import view_from_mjx
+from metaworld_x.envs.state import PhysicsInit, State
+from metaworld_x.envs.task import Task
 
 IMPLS = ("jax", "warp")
 
