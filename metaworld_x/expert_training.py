@@ -58,15 +58,17 @@ def train_expert(spec: ExpertSpec, run_dir: Path, resume: bool = False, seed: in
                  init_from: Path | None = None, stop_at: float | None = None, started_at: float | None = None,
                  overwrite: bool = False):
     """Train `spec`'s expert; checkpoints, metrics and curve go to run_dir. `init_from`, `stop_at`,
-    `started_at`, `overwrite`: see `make_train`."""
+    `started_at`, `overwrite`: see `RunOptions`."""
+    from metaworld_x.training.config import RunOptions
     from metaworld_x.training.train import make_train
 
     task = expert_task(spec)
     config = spec.ppo if seed is None else _with_seed(spec.ppo, seed)
     make = lambda n: TrainerEnv(make_env(task, n, config.backend), config.backend)  # noqa: E731
     meta = {"expert": spec.record(), "initialised_from": str(init_from) if init_from else None}
-    train = make_train(config, make, run_dir=run_dir, resume=resume, progress=progress, extra_meta=meta,
-                       init_from=init_from, stop_at=stop_at, started_at=started_at, overwrite=overwrite)
+    options = RunOptions(run_dir=run_dir, resume=resume, init_from=init_from, overwrite=overwrite, stop_at=stop_at,
+                         started_at=started_at, progress=progress, extra_meta=meta)
+    train = make_train(config, make, options)
     return train(jax.random.PRNGKey(config.seed))
 
 

@@ -1,8 +1,12 @@
-"""A JSON record read from disk (policy.json, spec.json, router.json): refused in one line when it cannot be read,
-is not JSON, or is not an object."""
+"""JSON records on disk (policy.json, spec.json, router.json, metrics): one read is refused in one line when it
+cannot be read, is not JSON, or is not an object; a value to write is given the form JSON holds (`jsonable`)."""
 
+import dataclasses
 import json
+import sys
 from pathlib import Path
+
+import numpy as np
 
 from metaworld_x.errors import UserError
 
@@ -21,3 +25,19 @@ def read_json_object(path: str | Path, what: str) -> dict:
     if not isinstance(record, dict):
         raise UserError(f"{path}: {what} must be a JSON object, got {type(record).__name__}")
     return record
+
+
+def jsonable(value):
+    """`value` as JSON holds it: arrays (NumPy or JAX) as nested lists, dataclasses as dicts, tuples as lists, and
+    anything else JSON has no type for as its `str`. Also the `default` of a `json.dumps` that writes such values."""
+    return json.loads(json.dumps(value, default=_json_form))
+
+
+def _json_form(value):
+    """One value `json.dumps` cannot write, in a form it can."""
+    jax = sys.modules.get("jax")  # a JAX array exists only where jax was imported: no need to import it here
+    if isinstance(value, (np.ndarray, np.generic)) or (jax is not None and isinstance(value, jax.Array)):
+        return np.asarray(value).tolist()
+    if dataclasses.is_dataclass(value):
+        return dataclasses.asdict(value)
+    return str(value)

@@ -56,12 +56,13 @@ def bench_ours(spec, task, backend: str, envs: int, iterations: int) -> dict:
     collection and whole-iteration steps/s, and seconds per update, from the same iterations."""
     from metaworld_x.envs.expert import make_env
     from metaworld_x.expert_training import TrainerEnv
+    from metaworld_x.training.config import RunOptions
     from metaworld_x.training.train import make_train
 
     config = replace(spec.ppo, num_envs=envs, total_env_steps=envs * spec.ppo.unroll_length * (iterations + 1),
                      eval_every=0, checkpoint_every=0)
     make = lambda n: TrainerEnv(make_env(task, n, backend), backend)  # noqa: E731
-    steady = make_train(config, make, run_dir=None, progress=False)(jax.random.PRNGKey(0)).history[1:]
+    steady = make_train(config, make, RunOptions(progress=False))(jax.random.PRNGKey(0)).history[1:]
     return {
         "config": config,
         "collect": float(np.mean([config.steps_per_iteration / h["perf/collect_s"] for h in steady])),

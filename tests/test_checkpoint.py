@@ -13,7 +13,7 @@ import pytest
 
 from metaworld_x.errors import UserError
 from metaworld_x.training import checkpoint
-from metaworld_x.training.config import PPOConfig
+from metaworld_x.training.config import PPOConfig, RunOptions
 from metaworld_x.training.runlog import HISTORY_FILE
 from metaworld_x.training.train import make_train
 
@@ -33,7 +33,7 @@ def _env(n):
 
 
 def _train(run_dir, config=TINY, key=1, **kwargs):
-    train = make_train(config, _env, run_dir=run_dir, progress=False, tensorboard=False, **kwargs)
+    train = make_train(config, _env, RunOptions(run_dir=run_dir, progress=False, tensorboard=False, **kwargs))
     return train(jax.random.PRNGKey(key))
 
 

@@ -1,5 +1,6 @@
-"""The package's shape: no module over 400 lines unless it is on a list that only shrinks, and no import cycles
-among its modules (the imports that run when a module is imported, read from the source with `ast`)."""
+"""The package's shape: no module over 400 lines unless it is on a list that only shrinks, no function over 80
+lines, and no import cycles among its modules (the imports that run when a module is imported, read from the source
+with `ast`)."""
 
 import ast
 from pathlib import Path
@@ -8,6 +9,7 @@ import metaworld_x
 
 PACKAGE_DIR = Path(metaworld_x.__file__).parent
 MAX_LINES = 400
+MAX_FUNCTION_LINES = 80
 TOO_LONG = {
     "metaworld_x/envs/tasks/tracking.py",
     "metaworld_x/motion/keyframes.py",
@@ -37,6 +39,52 @@ def test_no_module_is_over_400_lines_but_those_listed():
     assert not new, f"over {MAX_LINES} lines: {', '.join(new)}; split them by concept"
     done = sorted(TOO_LONG - too_long)
     assert not done, f"{', '.join(done)} within {MAX_LINES} lines now (or gone): take them off TOO_LONG"
+
+
+def _long_functions(source: str, max_lines: int) -> list[tuple[str, int, int]]:
+    """(qualified name, first line, lines) of each function or method in `source` longer than `max_lines`, its
+    decorators not counted, nested ones under their enclosing names."""
+    found = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef) and child.end_lineno - child.lineno + 1 > max_lines:
+                    found.append((name, child.lineno, child.end_lineno - child.lineno + 1))
+                visit(child, f"{name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return found
+
+
+def test_no_function_is_over_80_lines():
+    offenders = sorted(
+        f"{path.relative_to(PACKAGE_DIR.parent)}:{line} {name} ({lines} lines)"
+        for path in _modules().values()
+        for name, line, lines in _long_functions(path.read_text(), MAX_FUNCTION_LINES)
+    )
+    assert not offenders, (f"functions over {MAX_FUNCTION_LINES} lines: {'; '.join(offenders)}; split each into"
+                           " functions whose names say what its parts do")
+
+
+def test_the_function_measure_counts_methods_and_nested_functions():
+    source = """
+class Holder:
+    def method(self):
+        a = 1
+        return a
+def outer():
+    def inner():
+        a = 1
+        return a
+    return inner
+def short():
+    return 1
+"""
+    assert _long_functions(source, 2) == [("Holder.method", 3, 3), ("outer", 6, 5), ("outer.inner", 7, 3)]
 
 
 def _is_type_checking(test: ast.expr) -> bool:

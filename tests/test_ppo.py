@@ -17,7 +17,7 @@ import pytest
 
 from metaworld_x.errors import UserError
 from metaworld_x.training import checkpoint
-from metaworld_x.training.config import PPOConfig
+from metaworld_x.training.config import PPOConfig, RunOptions
 from metaworld_x.training.constraint import ConstraintConfig, combine_advantages, update_multiplier
 from metaworld_x.training.evaluate import success_interval
 from metaworld_x.training.losses import LossSettings, Rollout, clipped_surrogate, ppo_loss
@@ -32,6 +32,11 @@ SMALL = PPOConfig(
     num_envs=32, unroll_length=8, num_minibatches=4, num_epochs=2, total_env_steps=32 * 8 * 6,
     eval_every=0, checkpoint_every=3, policy_hidden=(16,), value_hidden=(16,),
 )
+
+
+def _quiet(**options) -> RunOptions:
+    """Run options without a progress bar or TensorBoard files."""
+    return RunOptions(progress=False, tensorboard=False, **options)
 
 
 def test_clipped_surrogate_matches_hand_computation():
@@ -157,8 +162,7 @@ def test_tiny_run_on_trivial_task_raises_return(backend, tmp_path):
         eval_every=0, checkpoint_every=0, policy_hidden=(32, 32), value_hidden=(32, 32),
         learning_rate=3e-3, discounting=0.95,
     )
-    result = make_train(config, lambda n: PointMassEnv(n, backend), run_dir=tmp_path, progress=False,
-                        tensorboard=False)(jax.random.PRNGKey(0))
+    result = make_train(config, lambda n: PointMassEnv(n, backend), _quiet(run_dir=tmp_path))(jax.random.PRNGKey(0))
     returns = [h["episode/return"] for h in result.history if "episode/return" in h]
     assert returns[-1] > returns[0] * 0.5, returns  # returns are negative: closer to zero is better
     assert (tmp_path / "curve.png").stat().st_size > 0
@@ -181,8 +185,7 @@ def test_the_success_interval_matches_a_hand_computed_case_and_stays_in_bounds()
 def test_periodic_evaluations_log_the_success_rate_inside_its_interval(tmp_path):
     config = dataclasses.replace(SMALL, eval_every=2, num_eval_envs=16, eval_steps=20, checkpoint_every=0,
                                  total_env_steps=32 * 8 * 4)
-    result = make_train(config, lambda n: PointMassEnv(n, "cpu"), run_dir=tmp_path, progress=False,
-                        tensorboard=False)(jax.random.PRNGKey(0))
+    result = make_train(config, lambda n: PointMassEnv(n, "cpu"), _quiet(run_dir=tmp_path))(jax.random.PRNGKey(0))
     evaluations = [h for h in result.history if "eval/success_rate" in h]
     assert evaluations
     for h in evaluations:
@@ -195,20 +198,19 @@ def test_scan_collector_compiles_once_per_run(caplog):
     """The warm-up unroll and every iteration must hand the jitted collector identically placed arguments: each
     new placement compiles the whole simulation scan again (about 80 s for MJX's humanoid on this CPU)."""
     with jax.log_compiles(True), caplog.at_level(logging.WARNING):
-        make_train(SMALL, lambda n: PointMassEnv(n, "mjx"), progress=False)(jax.random.PRNGKey(0))
+        make_train(SMALL, lambda n: PointMassEnv(n, "mjx"), _quiet())(jax.random.PRNGKey(0))
     compiled = [r for r in caplog.records if "Finished XLA compilation of jit(collect)" in r.getMessage()]
     assert len(compiled) == 1, [r.getMessage()[:80] for r in compiled]
 
 
 def test_resume_continues_bit_for_bit_on_cpu_backend(tmp_path):
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
-    full = make_train(SMALL, env, run_dir=tmp_path / "full", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    full = make_train(SMALL, env, _quiet(run_dir=tmp_path / "full"))(jax.random.PRNGKey(1))
     killed = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration * 4)
-    make_train(killed, env, run_dir=tmp_path / "killed", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    make_train(killed, env, _quiet(run_dir=tmp_path / "killed"))(jax.random.PRNGKey(1))
     # drop the checkpoint written at the end, as if the run died after iteration 3's checkpoint
     shutil.rmtree(checkpoint.latest(tmp_path / "killed" / "checkpoints"))
-    resumed = make_train(SMALL, env, run_dir=tmp_path / "killed", resume=True, progress=False,
-                         tensorboard=False)(jax.random.PRNGKey(2))
+    resumed = make_train(SMALL, env, _quiet(run_dir=tmp_path / "killed", resume=True))(jax.random.PRNGKey(2))
     for a, b in zip(jax.tree_util.tree_leaves(full.state), jax.tree_util.tree_leaves(resumed.state)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert [h["env_steps"] for h in resumed.history] == [h["env_steps"] for h in full.history]
@@ -216,32 +218,29 @@ def test_resume_continues_bit_for_bit_on_cpu_backend(tmp_path):
 
 def test_a_run_past_its_deadline_stops_with_a_checkpoint_and_resumes_to_the_end(tmp_path):
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
-    stopped = make_train(SMALL, env, run_dir=tmp_path, progress=False, tensorboard=False,
-                         stop_at=time.perf_counter())(jax.random.PRNGKey(1))
+    stopped = make_train(SMALL, env, _quiet(run_dir=tmp_path, stop_at=time.perf_counter()))(jax.random.PRNGKey(1))
     assert [h["env_steps"] for h in stopped.history] == [SMALL.steps_per_iteration]
     assert checkpoint.latest(tmp_path / "checkpoints").name.endswith(str(SMALL.steps_per_iteration))
-    resumed = make_train(SMALL, env, run_dir=tmp_path, resume=True, progress=False,
-                         tensorboard=False)(jax.random.PRNGKey(1))
+    resumed = make_train(SMALL, env, _quiet(run_dir=tmp_path, resume=True))(jax.random.PRNGKey(1))
     assert int(resumed.state.env_steps) == SMALL.num_iterations * SMALL.steps_per_iteration
 
 
 def test_init_from_starts_with_another_runs_training_state_and_fresh_environments(tmp_path):
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
     short = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration * 4)
-    source = make_train(short, env, run_dir=tmp_path / "source", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    source = make_train(short, env, _quiet(run_dir=tmp_path / "source"))(jax.random.PRNGKey(1))
     # nothing left to do: the state is the source's, whatever this run's own seed
-    same = make_train(short, env, run_dir=tmp_path / "same", init_from=tmp_path / "source", progress=False,
-                      tensorboard=False)(jax.random.PRNGKey(5))
+    same = make_train(short, env, _quiet(run_dir=tmp_path / "same", init_from=tmp_path / "source"))(
+        jax.random.PRNGKey(5))
     for a, b in zip(jax.tree_util.tree_leaves(source.state), jax.tree_util.tree_leaves(same.state)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     # two more iterations continue the step count from the source's
     longer = make_train(dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration * 6), env,
-                        run_dir=tmp_path / "tuned", init_from=tmp_path / "source", progress=False,
-                        tensorboard=False)(jax.random.PRNGKey(5))
+                        _quiet(run_dir=tmp_path / "tuned", init_from=tmp_path / "source"))(jax.random.PRNGKey(5))
     assert [h["env_steps"] for h in longer.history] == [SMALL.steps_per_iteration * i for i in (5, 6)]
     with pytest.raises(UserError, match="does not fit"):
-        make_train(dataclasses.replace(SMALL, policy_hidden=(8,)), env, run_dir=tmp_path / "other",
-                   init_from=tmp_path / "source", progress=False, tensorboard=False)(jax.random.PRNGKey(0))
+        make_train(dataclasses.replace(SMALL, policy_hidden=(8,)), env,
+                   _quiet(run_dir=tmp_path / "other", init_from=tmp_path / "source"))(jax.random.PRNGKey(0))
 
 
 def test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics(tmp_path):
@@ -249,12 +248,12 @@ def test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics(tmp_p
     from metaworld_x.policy import from_training, save_policy
 
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
-    source = make_train(SMALL, env, progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    source = make_train(SMALL, env, _quiet())(jax.random.PRNGKey(1))
     shipped = from_training(source.state.params.policy, source.state.normalizer)
     save_policy(shipped, tmp_path / "expert", {"skill": "point_mass"})
     # With a zero learning rate the one iteration leaves the networks as they started.
     frozen = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration, learning_rate=0.0)
-    tuned = make_train(frozen, env, init_from=tmp_path / "expert", progress=False, tensorboard=False)(jax.random.PRNGKey(5))
+    tuned = make_train(frozen, env, _quiet(init_from=tmp_path / "expert"))(jax.random.PRNGKey(5))
     for a, b in zip(jax.tree_util.tree_leaves(source.state.params.policy), jax.tree_util.tree_leaves(tuned.state.params.policy)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     # The input statistics moved on from the shipped ones with the warm-up and one unroll of new data.
@@ -264,21 +263,21 @@ def test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics(tmp_p
     trained_critic = jax.tree_util.tree_leaves(source.state.params.reward_value)
     assert not all(np.array_equal(a, b) for a, b in zip(trained_critic, jax.tree_util.tree_leaves(tuned.state.params.reward_value)))
     with pytest.raises(UserError, match="layers"):
-        make_train(dataclasses.replace(SMALL, policy_hidden=(8,)), env, init_from=tmp_path / "expert", progress=False,
-                   tensorboard=False)(jax.random.PRNGKey(0))
+        make_train(dataclasses.replace(SMALL, policy_hidden=(8,)), env,
+                   _quiet(init_from=tmp_path / "expert"))(jax.random.PRNGKey(0))
 
 
 def test_frozen_statistics_stay_where_a_fine_tune_from_a_shipped_policy_starts_them(tmp_path):
     from metaworld_x.policy import from_training, save_policy
 
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
-    source = make_train(SMALL, env, progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    source = make_train(SMALL, env, _quiet())(jax.random.PRNGKey(1))
     shipped = from_training(source.state.params.policy, source.state.normalizer)
     save_policy(shipped, tmp_path / "expert", {"skill": "point_mass"})
 
     def tune(**settings):
         config = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration * 3, **settings)
-        return make_train(config, env, init_from=tmp_path / "expert", progress=False, tensorboard=False)(jax.random.PRNGKey(5))
+        return make_train(config, env, _quiet(init_from=tmp_path / "expert"))(jax.random.PRNGKey(5))
 
     frozen, moving = tune(freeze_statistics=True).state.normalizer, tune().state.normalizer
     np.testing.assert_array_equal(np.asarray(frozen.mean["state"]), np.asarray(shipped.obs_mean))
@@ -312,13 +311,13 @@ def test_a_fine_tune_from_a_shipped_policy_takes_the_critics_statistics_over_a_w
     class SaysItsEpisodeLength(WithProgress):
         episode_length = HORIZON
 
-    source = make_train(SMALL, lambda n: PointMassEnv(n, "cpu"), progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    source = make_train(SMALL, lambda n: PointMassEnv(n, "cpu"), _quiet())(jax.random.PRNGKey(1))
     save_policy(from_training(source.state.params.policy, source.state.normalizer), tmp_path / "expert", {"skill": "point_mass"})
     frozen = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration, learning_rate=0.0, freeze_statistics=True)
 
     def progress_spread(env_class) -> float:
-        result = make_train(frozen, lambda n: env_class(n, "cpu"), init_from=tmp_path / "expert", progress=False,
-                            tensorboard=False)(jax.random.PRNGKey(5))
+        result = make_train(frozen, lambda n: env_class(n, "cpu"), _quiet(init_from=tmp_path / "expert"))(
+            jax.random.PRNGKey(5))
         return float(result.state.normalizer.std["privileged_state"][-1])
 
     assert progress_spread(SaysItsEpisodeLength) == pytest.approx(0.29, abs=0.03)
@@ -331,7 +330,7 @@ def test_during_the_warm_up_a_shipped_policy_acts_on_its_own_statistics(tmp_path
     deviations below its mean, so on them it asks for saturated actions and on empty ones it does not."""
     from metaworld_x.policy import act, from_training, save_policy
 
-    source = make_train(SMALL, lambda n: PointMassEnv(n, "cpu"), progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    source = make_train(SMALL, lambda n: PointMassEnv(n, "cpu"), _quiet())(jax.random.PRNGKey(1))
     shipped = from_training(source.state.params.policy, source.state.normalizer)
     shipped = shipped.replace(obs_mean=jnp.full_like(shipped.obs_mean, 100.0), obs_std=jnp.ones_like(shipped.obs_std))
     save_policy(shipped, tmp_path / "expert", {"skill": "point_mass"})
@@ -344,8 +343,7 @@ def test_during_the_warm_up_a_shipped_policy_acts_on_its_own_statistics(tmp_path
             return super().step(state, action)
 
     frozen = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration, learning_rate=0.0)
-    make_train(frozen, lambda n: Recording(n, "cpu"), init_from=tmp_path / "expert", progress=False,
-               tensorboard=False)(jax.random.PRNGKey(5))
+    make_train(frozen, lambda n: Recording(n, "cpu"), _quiet(init_from=tmp_path / "expert"))(jax.random.PRNGKey(5))
     obs, taken = first_steps[0]
     as_shipped = np.asarray(act(shipped, jnp.asarray(obs)))
     unnormalised = np.asarray(act(shipped.replace(obs_mean=jnp.zeros_like(shipped.obs_mean)), jnp.asarray(obs)))
@@ -358,12 +356,12 @@ def test_a_critic_warmup_holds_the_policy_while_the_fresh_critics_learn(tmp_path
     from metaworld_x.policy import from_training, save_policy
 
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
-    source = make_train(SMALL, env, progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    source = make_train(SMALL, env, _quiet())(jax.random.PRNGKey(1))
     save_policy(from_training(source.state.params.policy, source.state.normalizer), tmp_path / "expert", {"skill": "point_mass"})
 
     def tune(iterations: int, **settings):
         config = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration * iterations, **settings)
-        return make_train(config, env, init_from=tmp_path / "expert", progress=False, tensorboard=False)(jax.random.PRNGKey(5))
+        return make_train(config, env, _quiet(init_from=tmp_path / "expert"))(jax.random.PRNGKey(5))
 
     def same(a, b) -> bool:
         return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
@@ -390,17 +388,17 @@ def test_a_fine_tune_from_a_shipped_policy_trains_its_fresh_critics_alone_unless
     from metaworld_x.training.warm_start import FRESH_CRITIC_WARMUP_ITERATIONS, critic_warmup_iterations
 
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
-    source = make_train(SMALL, env, progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    source = make_train(SMALL, env, _quiet())(jax.random.PRNGKey(1))
     save_policy(from_training(source.state.params.policy, source.state.normalizer), tmp_path / "expert", {"skill": "point_mass"})
     assert SMALL.critic_warmup_iterations is None
     two = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration * 2)
-    tuned = make_train(two, env, init_from=tmp_path / "expert", progress=False, tensorboard=False)(jax.random.PRNGKey(5))
+    tuned = make_train(two, env, _quiet(init_from=tmp_path / "expert"))(jax.random.PRNGKey(5))
     policies = jax.tree_util.tree_leaves(source.state.params.policy), jax.tree_util.tree_leaves(tuned.state.params.policy)
     assert all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(*policies))
     # the same two iterations from the run's checkpoint (its own critics come with it) move the policy at once
-    source_run = make_train(SMALL, env, run_dir=tmp_path / "source", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    source_run = make_train(SMALL, env, _quiet(run_dir=tmp_path / "source"))(jax.random.PRNGKey(1))
     longer = dataclasses.replace(two, total_env_steps=SMALL.total_env_steps + SMALL.steps_per_iteration * 2)
-    resumed = make_train(longer, env, init_from=tmp_path / "source", progress=False, tensorboard=False)(jax.random.PRNGKey(5))
+    resumed = make_train(longer, env, _quiet(init_from=tmp_path / "source"))(jax.random.PRNGKey(5))
     policies = jax.tree_util.tree_leaves(source_run.state.params.policy), jax.tree_util.tree_leaves(resumed.state.params.policy)
     assert not all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(*policies))
     assert critic_warmup_iterations(None, tmp_path / "expert") == FRESH_CRITIC_WARMUP_ITERATIONS
@@ -418,12 +416,12 @@ def test_a_fine_tune_from_a_shipped_policy_starts_the_multiplier_where_its_train
     from metaworld_x.training.warm_start import shipped_multiplier
 
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
-    source = make_train(SMALL, env, progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    source = make_train(SMALL, env, _quiet())(jax.random.PRNGKey(1))
     save_policy(from_training(source.state.params.policy, source.state.normalizer), tmp_path / "expert", {"skill": "point_mass"})
     one = dataclasses.replace(SMALL, total_env_steps=SMALL.steps_per_iteration)
 
     def tuned_multiplier() -> float:
-        result = make_train(one, env, init_from=tmp_path / "expert", progress=False, tensorboard=False)(jax.random.PRNGKey(5))
+        result = make_train(one, env, _quiet(init_from=tmp_path / "expert"))(jax.random.PRNGKey(5))
         return float(result.state.multiplier)
 
     # the point mass measures no tracking error, so one dual-ascent step lowers λ by multiplier_lr x budget
@@ -468,7 +466,7 @@ def test_shipped_statistics_replace_one_key_and_update_on_as_if_seen():
 
 def test_corrupted_or_wrong_version_checkpoint_is_refused(tmp_path):
     env = lambda n: PointMassEnv(n, "mjx")  # noqa: E731
-    make_train(SMALL, env, run_dir=tmp_path, progress=False, tensorboard=False)(jax.random.PRNGKey(0))
+    make_train(SMALL, env, _quiet(run_dir=tmp_path))(jax.random.PRNGKey(0))
     path = checkpoint.latest(tmp_path / "checkpoints")
     intact = {}
     for each in checkpoint.listed(tmp_path / "checkpoints"):  # an older intact one would be resumed from instead
@@ -476,7 +474,7 @@ def test_corrupted_or_wrong_version_checkpoint_is_refused(tmp_path):
         intact[state_file] = state_file.read_bytes()
         state_file.write_bytes(intact[state_file][:-10] + b"0123456789")
     with pytest.raises(UserError, match="corrupted"):
-        make_train(SMALL, env, run_dir=tmp_path, resume=True, progress=False, tensorboard=False)(jax.random.PRNGKey(0))
+        make_train(SMALL, env, _quiet(run_dir=tmp_path, resume=True))(jax.random.PRNGKey(0))
     meta = path / checkpoint.META_FILE
     meta.write_text(meta.read_text().replace('"format_version": 1', '"format_version": 99'))
     with pytest.raises(UserError, match="format version 99"):
@@ -487,23 +485,23 @@ def test_corrupted_or_wrong_version_checkpoint_is_refused(tmp_path):
         if state_file.parent.exists():
             state_file.write_bytes(payload)
     with pytest.raises(UserError, match="different config.*policy_hidden"):
-        make_train(other, env, run_dir=tmp_path, resume=True, progress=False, tensorboard=False)(jax.random.PRNGKey(0))
+        make_train(other, env, _quiet(run_dir=tmp_path, resume=True))(jax.random.PRNGKey(0))
 
 
 def test_a_checkpoint_from_before_a_setting_existed_resumes_only_at_its_default():
-    from metaworld_x.training.train import _check_same_config, _config_record
+    from metaworld_x.training.start import check_same_config, config_record
 
-    older = {"config": {k: v for k, v in _config_record(SMALL).items() if k != "freeze_statistics"}}
-    _check_same_config(older, SMALL, Path("old"))  # it ran at the default, as SMALL does
+    older = {"config": {k: v for k, v in config_record(SMALL).items() if k != "freeze_statistics"}}
+    check_same_config(older, SMALL, Path("old"))  # it ran at the default, as SMALL does
     with pytest.raises(UserError, match="different config.*freeze_statistics"):
-        _check_same_config(older, dataclasses.replace(SMALL, freeze_statistics=True), Path("old"))
+        check_same_config(older, dataclasses.replace(SMALL, freeze_statistics=True), Path("old"))
     # a setting added inside a nested config (the constraint's floor under λ) likewise
-    record = _config_record(SMALL)
+    record = config_record(SMALL)
     older = {"config": {**record, "constraint": {k: v for k, v in record["constraint"].items() if k != "min_multiplier"}}}
-    _check_same_config(older, SMALL, Path("old"))
+    check_same_config(older, SMALL, Path("old"))
     floored = dataclasses.replace(SMALL, constraint=dataclasses.replace(SMALL.constraint, min_multiplier=0.5))
     with pytest.raises(UserError, match="different config.*constraint"):
-        _check_same_config(older, floored, Path("old"))
+        check_same_config(older, floored, Path("old"))
 
 
 def test_nan_guard_rolls_back_and_names_the_term(tmp_path):
@@ -517,7 +515,7 @@ def test_nan_guard_rolls_back_and_names_the_term(tmp_path):
                 return state.replace(reward=state.reward.at[0].set(jnp.nan))
             return state
 
-    result = make_train(SMALL, lambda n: Poisoned(n, "cpu"), run_dir=None, progress=False)(jax.random.PRNGKey(0))
+    result = make_train(SMALL, lambda n: Poisoned(n, "cpu"), _quiet(run_dir=None))(jax.random.PRNGKey(0))
     assert len(result.rollbacks) == 1 and "reward" in result.rollbacks[0]
     assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree_util.tree_leaves(result.state.params))
 
@@ -528,7 +526,7 @@ def test_two_devices_equal_one_device_at_same_global_batch():
         import sys, jax, numpy as np
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from point_mass import PointMassEnv
-        from metaworld_x.training.config import PPOConfig
+        from metaworld_x.training.config import PPOConfig, RunOptions
         from metaworld_x.training.train import make_train
         assert len(jax.devices()) == 2, jax.devices()
         out = []
@@ -536,7 +534,7 @@ def test_two_devices_equal_one_device_at_same_global_batch():
             config = PPOConfig(num_envs=32, unroll_length=8, num_minibatches=2, num_epochs=2,
                                total_env_steps=32 * 8 * 3, eval_every=0, policy_hidden=(16,),
                                value_hidden=(16,), num_devices=devices)
-            result = make_train(config, lambda n: PointMassEnv(n, 'mjx'), progress=False)(jax.random.PRNGKey(0))
+            result = make_train(config, lambda n: PointMassEnv(n, 'mjx'), RunOptions(progress=False))(jax.random.PRNGKey(0))
             out.append(np.concatenate([np.ravel(x) for x in jax.tree_util.tree_leaves(result.state.params)]))
         print('maxdiff', float(np.max(np.abs(out[0] - out[1]))))
         """
@@ -553,7 +551,7 @@ def test_policy_export_acts_without_training_code_and_onnx_matches(tmp_path):
 
     from metaworld_x.policy import act, export_onnx, from_training, load_policy, save_policy
 
-    result = make_train(SMALL, lambda n: PointMassEnv(n, "mjx"), progress=False)(jax.random.PRNGKey(3))
+    result = make_train(SMALL, lambda n: PointMassEnv(n, "mjx"), _quiet())(jax.random.PRNGKey(3))
     params = from_training(result.state.params.policy, result.state.normalizer)
     save_policy(params, tmp_path, {"skill": "point_mass"})
     loaded, spec = load_policy(tmp_path)
@@ -621,15 +619,14 @@ def test_a_run_with_a_kl_target_moves_its_rate_only_once_the_policy_trains_and_r
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
     # a target no update reaches: every update that moves the policy raises the rate by the factor
     adaptive = dataclasses.replace(SMALL, desired_kl=10.0, critic_warmup_iterations=2)
-    full = make_train(adaptive, env, run_dir=tmp_path / "full", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
+    full = make_train(adaptive, env, _quiet(run_dir=tmp_path / "full"))(jax.random.PRNGKey(1))
     rates = [h["losses/learning_rate"] for h in full.history]
     assert rates[:2] == pytest.approx([SMALL.learning_rate] * 2)  # held policy: KL 0 is no signal
     assert rates[2:] == pytest.approx([SMALL.learning_rate * 1.5 ** i for i in range(1, len(rates) - 1)])
     assert float(optax.tree_utils.tree_get(full.state.opt_state, "learning_rate")) == pytest.approx(rates[-1])
     # the rate is in the optimiser state, so a killed run resumes with it, bit for bit
     killed = dataclasses.replace(adaptive, total_env_steps=SMALL.steps_per_iteration * 4)
-    make_train(killed, env, run_dir=tmp_path / "killed", progress=False, tensorboard=False)(jax.random.PRNGKey(1))
-    resumed = make_train(adaptive, env, run_dir=tmp_path / "killed", resume=True, progress=False,
-                         tensorboard=False)(jax.random.PRNGKey(2))
+    make_train(killed, env, _quiet(run_dir=tmp_path / "killed"))(jax.random.PRNGKey(1))
+    resumed = make_train(adaptive, env, _quiet(run_dir=tmp_path / "killed", resume=True))(jax.random.PRNGKey(2))
     for a, b in zip(jax.tree_util.tree_leaves(full.state), jax.tree_util.tree_leaves(resumed.state)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -21,7 +21,6 @@ the same number of environment steps), no router (the prior's top expert
 alone); their evaluations go into metrics.json.
 """
 
-import dataclasses
 import json
 import shutil
 import time
@@ -33,6 +32,7 @@ import numpy as np
 
 from metaworld_x.atomic import replace_folder, write_text
 from metaworld_x.errors import UserError
+from metaworld_x.json_file import jsonable
 from metaworld_x.machine import describe_machine
 from metaworld_x.routing.config import RouterConfig
 from metaworld_x.world_model.config import WorldModelConfig
@@ -209,15 +209,7 @@ def batch_prior(ctx: "Context", obs: np.ndarray) -> np.ndarray:
 
 
 def write_json(path: Path, payload) -> None:
-    write_text(path, json.dumps(payload, indent=2, default=_jsonable))
-
-
-def _jsonable(value):
-    if isinstance(value, (np.ndarray, np.generic, jax.Array)):
-        return np.asarray(value).tolist()
-    if dataclasses.is_dataclass(value):
-        return dataclasses.asdict(value)
-    return str(value)
+    write_text(path, json.dumps(payload, indent=2, default=jsonable))
 
 
 def _read_json(path: Path, default=None):

@@ -1,6 +1,8 @@
-"""PPO configuration: a frozen dataclass, validated once, with derived sizes."""
+"""A training run's settings: the PPO configuration (validated once, with derived sizes) and the run's options
+(where it is kept, how it starts and when it stops), each a frozen dataclass."""
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from metaworld_x.errors import UserError
@@ -129,3 +131,37 @@ class PPOConfig:
                 f" use num_envs a multiple of num_minibatches × {device_count}"
                 f" (e.g. {self.num_minibatches * device_count * max(1, self.minibatch_envs // device_count)})"
             )
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Where a training run is kept, how it starts and when it stops: what `PPOConfig` leaves to the command."""
+
+    run_dir: Path | None = None
+    """Where checkpoints, metrics, TensorBoard files and the curve go (None: keep nothing)."""
+    resume: bool = False
+    """Continue from the newest checkpoint in run_dir that verifies (newer, corrupted ones are passed over with a
+    warning); a UserError, with the run's metrics.jsonl untouched, where none does."""
+    init_from: Path | None = None
+    """A checkpoint (or a run folder: its newest) whose training state (networks, optimiser, normaliser,
+    multiplier, step count) the run starts from with fresh environments, a fine-tune whose task settings may
+    differ; or a shipped expert's folder (experts/<skill>): its policy and input statistics, with fresh critics,
+    optimiser and multiplier (`warm_start`). A checkpoint in run_dir with `resume` takes precedence, so a killed
+    fine-tune resumes where it stopped."""
+    overwrite: bool = False
+    """A fresh run (no `resume`) in a run_dir that holds checkpoints removes them and the old run's TensorBoard
+    files; without it such a run is refused, since a later resume would pick up the old run."""
+    stop_at: float | None = None
+    """A `time.perf_counter()` deadline: the first iteration that ends after it is the last, with a checkpoint, so a
+    run given minutes stops cleanly and `resume` continues it."""
+    started_at: float | None = None
+    """The `time.perf_counter()` at which the command began. Every iteration then logs `perf/setup_s`, the seconds
+    spent before the training loop (imports, building the environments, the first compilations), summed over a
+    resumed run's commands, so that `perf/wall_clock_s + perf/setup_s` is the wall clock from the command's start
+    (scripts/time_to_goal.py)."""
+    progress: bool = True
+    """Show a progress bar (on the process that writes the run)."""
+    tensorboard: bool = True
+    """Also write TensorBoard scalars (run_dir/tensorboard); metrics.jsonl is written either way."""
+    extra_meta: dict | None = None
+    """Entries added to every checkpoint's meta record (an expert's spec, the run it started from)."""
