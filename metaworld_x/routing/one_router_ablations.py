@@ -32,6 +32,7 @@ def run_ablations(ctx: AllTasks, run_dir: Path, full: dict, experts_dir: Path, v
     out["no_world_model"] = _cached(run_dir / "no_world_model.json",
                                     lambda: train_all_model_free(ctx, run_dir, full["env_steps"], Path(full["evals"][0]["router"])))
     out["scripted"] = _cached(run_dir / "scripted.json", lambda: scripted_all(ctx))
+    release_compiled(ctx)  # each leave-one-out run compiles its scene anew
     out["leave_one_out"] = {
         task: _cached(run_dir / f"without_{expert}.json",
                       lambda task=task, expert=expert: leave_one_out(ctx, run_dir, task, expert, experts_dir, vlm_cache))
@@ -39,6 +40,16 @@ def run_ablations(ctx: AllTasks, run_dir: Path, full: dict, experts_dir: Path, v
         if task in [s.name for s in ctx.slots] and expert in ctx.experts.names
     }
     return out
+
+
+def release_compiled(ctx: AllTasks) -> None:
+    """Drop `ctx`'s compiled scenes and JAX's caches. Every compiled executable holds memory mappings, and one
+    process that compiled all thirteen scenes and then more ran out of them (LLVM: "Cannot allocate memory")."""
+    import gc
+
+    ctx.runners.clear()
+    jax.clear_caches()
+    gc.collect()
 
 
 def _cached(path: Path, compute) -> dict:
@@ -128,6 +139,7 @@ def leave_one_out(ctx: AllTasks, run_dir: Path, task: str, expert: str, experts_
     progress, _ = fit_one_router(alone, run_dir / f"without_{expert}", resume=True)
     row = progress["selected_evaluation"]["tasks"][task]
     steps = alone.slots[0].eval_steps
+    release_compiled(alone)
     print(f"[without {expert}] {task}: {row['success']}/{row['episodes']}, return {row['return_mean']:.1f}", flush=True)
     return {"task": task, "without": expert, "experts": list(alone.experts.names), "env_steps": progress["env_steps"],
             "eval_steps": steps, "return_per_1000_steps": row["return_mean"] * 1000 / steps, **row}
