@@ -496,7 +496,8 @@ def train_all(ctx: AllTasks, run_dir: Path, name: str = "full", router_config: R
         print(_eval_line(label if name == "full" else f"{name} {label}", evaluation) + f", vlm_weight {progress['vlm_weight']:.4f}", flush=True)
 
     if progress["round"] == -2:  # stage 3: the router as it starts
-        (finish if evaluate_start else keep)(-1, starting_router(ctx, router, model, wm_params, progress), "start")
+        params = starting_router(ctx, router, model, wm_params, progress)
+        (finish if evaluate_start else keep)(-1, params, "start")
     for r in range(progress["round"] + 1, c.finetune_rounds + 1):
         buffer_path = Path(progress["buffer"])
         if r > 0:
