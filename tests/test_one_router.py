@@ -290,3 +290,5 @@ def test_the_one_router_gets_a_card_with_a_row_per_task_and_its_skipped_tasks(tm
     assert "metaworld-x train router --all --ablations" in card and "| task | router | scripted |" in card
     assert "| stand | 10/10, 900.0 | 10/10, 880.0 |" in card and "| walk_sit | 0/10, 900.0 | 2/10, 900.0 |" in card
     assert "| **all** | **10/20** | **12/20** |" in card and "| stand | stand | 10/10 | 450.0 | walk 1.00 |" in card
+    assert "- Below the scripted baseline on stand's return (900.0 against 880.0)" not in card
+    assert "- Below the scripted baseline on walk_sit (0/10 against 2/10)." in card

@@ -279,6 +279,18 @@ def test_weights_panel_names_the_dominant_expert_and_highlights_its_bar():
     assert stamp(frame, panel).shape == frame.shape and stamp(frame, panel).any()
 
 
+def test_weights_panel_shows_only_the_experts_with_weight_heaviest_first():
+    from metaworld_x.play.overlay import ROW_HEIGHT, weights_panel
+
+    names = tuple(f"expert_{i}" for i in range(11))
+    one = weights_panel(names, np.eye(11)[3], "router")
+    assert one.shape[0] == ROW_HEIGHT * 3 + 8  # the title, the dominant's name and one bar, not eleven
+    mixed = weights_panel(names, np.array([0.5, 0.3, 0.2] + [0.0] * 8), "router")
+    assert mixed.shape[0] == ROW_HEIGHT * 5 + 8
+    spread = weights_panel(names, np.full(11, 1 / 11), "router", rows=4)
+    assert spread.shape[0] == ROW_HEIGHT * 7 + 8  # four bars and a line saying how many more
+
+
 def test_video_files_are_written_whole(tmp_path):
     import imageio.v3 as iio
 

@@ -95,9 +95,26 @@ def one_router_card(folder: Path) -> str:
         out.append("- Its rounds in imagination scored no more successes on real episodes ("
                    + ", ".join(f"round {_round(e)}: {ratio(e)}" for e in later)
                    + f", against {ratio(selected)} for round {_round(selected)}), so round {_round(selected)} ships.")
+    below = _below_scripted(selected, (ablations.get("scripted") or {}).get("evaluation") or {})
+    if below:
+        out.append("- Below the scripted baseline on " + "; ".join(below) + ".")
     out.append(f"- {ALL_ROUTERS[0]}")
     out.append("")
     return "\n".join(out)
+
+
+def _below_scripted(router: dict, scripted: dict) -> list[str]:
+    """Per task where the router does worse than the scripted baseline: what each scored (success, else return)."""
+    below = []
+    for task, row in (router.get("tasks") or {}).items():
+        base = (scripted.get("tasks") or {}).get(task)
+        if base is None:
+            continue
+        if row["success"] < base["success"]:
+            below.append(f"{task} ({row['success']}/{row['episodes']} against {base['success']}/{base['episodes']})")
+        elif row["success"] == base["success"] and row["return_mean"] < base["return_mean"]:
+            below.append(f"{task}'s return ({row['return_mean']:.1f} against {base['return_mean']:.1f})")
+    return below
 
 
 def router_card(folder: Path) -> str:

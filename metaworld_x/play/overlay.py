@@ -32,20 +32,31 @@ def dominant(names: tuple[str, ...], weights: np.ndarray) -> str:
     return names[int(np.argmax(weights))]
 
 
-def weights_panel(names: tuple[str, ...], weights: np.ndarray, title: str = "", width: int = PANEL_WIDTH) -> np.ndarray:
-    """An RGB image [H, width, 3]: one bar per expert, the dominant one highlighted and named.
+SHOWN_LEAST = 0.005
+"""Experts weighted under this are left off the panel: with eleven experts, bars for all of them covered half a
+small video while most read 0.00."""
+
+
+def weights_panel(names: tuple[str, ...], weights: np.ndarray, title: str = "", width: int = PANEL_WIDTH,
+                  rows: int = 4) -> np.ndarray:
+    """An RGB image [H, width, 3]: a bar for each expert that has weight (the heaviest `rows`, heaviest first),
+    the dominant one highlighted and named.
 
     Args:
       names: [K] expert names.
       weights: [K] mixture weights (sum to 1).
       title: a first line, e.g. the mode ("router", "expert walk").
+      rows: the most bars drawn.
     """
     from PIL import Image, ImageDraw
 
     weights = np.asarray(weights, np.float64)
     lead = int(np.argmax(weights))
+    order = [int(i) for i in np.argsort(-weights, kind="stable") if weights[i] >= SHOWN_LEAST or i == lead]
+    shown = order[:rows]
     header = [line for line in (title, f"dominant: {names[lead]}") if line]
-    height = ROW_HEIGHT * (len(header) + len(names)) + 8
+    footer = [f"+{len(order) - len(shown)} more"] if len(order) > len(shown) else []
+    height = ROW_HEIGHT * (len(header) + len(shown) + len(footer)) + 8
     image = Image.new("RGB", (width, height), _BACKGROUND)
     draw = ImageDraw.Draw(image)
     font = _font(14)
@@ -54,13 +65,15 @@ def weights_panel(names: tuple[str, ...], weights: np.ndarray, title: str = "", 
         draw.text((6, y + 3), line, fill=_TEXT, font=font)
         y += ROW_HEIGHT
     bar_space = width - _NAME_WIDTH - 48
-    for i, (name, weight) in enumerate(zip(names, weights)):
-        draw.text((6, y + 3), name[:13], fill=_TEXT, font=font)
-        length = int(round(bar_space * float(np.clip(weight, 0.0, 1.0))))
+    for i in shown:
+        draw.text((6, y + 3), names[i][:13], fill=_TEXT, font=font)
+        length = int(round(bar_space * float(np.clip(weights[i], 0.0, 1.0))))
         colour = _DOMINANT_COLOUR if i == lead else _BAR_COLOUR
         draw.rectangle((_NAME_WIDTH, y + 4, _NAME_WIDTH + max(length, 1), y + ROW_HEIGHT - 4), fill=colour)
-        draw.text((width - 42, y + 3), f"{weight:.2f}", fill=_TEXT, font=font)
+        draw.text((width - 42, y + 3), f"{weights[i]:.2f}", fill=_TEXT, font=font)
         y += ROW_HEIGHT
+    for line in footer:
+        draw.text((6, y + 3), line, fill=_TEXT, font=font)
     return np.asarray(image)
 
 
