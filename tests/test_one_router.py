@@ -188,6 +188,9 @@ def test_train_all_ships_one_router_over_the_tasks_it_was_given(shipped):
     texts = [np.asarray(record["tasks"][t]["text_embedding"]) for t in TASKS]
     assert texts[0].shape == (record["text_size"],) and not np.allclose(texts[0], texts[1])
     assert len(record["tasks"]["walk_reach"]["phase_priors"]) == 2  # arrive, touch: the prior follows the phase
+    from metaworld_x.routing.language import composite_task
+
+    assert record["tasks"]["walk_reach"]["wordings_trained"] == list(composite_task("walk_reach").texts)
     metrics = json.loads((folder / "metrics.json").read_text())
     assert [e["round"] for e in metrics["evals"]] == [-1, 1]  # the starting router and the last round
     assert set(metrics["selected_evaluation"]["tasks"]) == set(TASKS)
@@ -241,6 +244,16 @@ def test_the_ablations_and_baselines_run_end_to_end_with_the_routers_seeds(shipp
     assert alone["return_per_1000_steps"] == pytest.approx(alone["return_mean"] * 1000 / 15)
     assert {p.name for p in runs.iterdir()} >= {"no_vlm", "no_world_model.json", "scripted.json", "without_stand.json", "without_stand"}
     assert "beside its ablations" in out and "| walk_reach | " in out and "| stand | stand |" in out
+
+
+def test_router_updates_draw_each_samples_text_from_its_tasks_wordings():
+    from metaworld_x.routing.all_tasks import TaskSlot
+
+    wordings = np.arange(12, dtype=np.float32).reshape(3, 4)  # the instruction's embedding and two paraphrases'
+    slot = TaskSlot("t", None, None, wordings[0], np.ones(2) / 2, None, "text", 10, wordings)
+    assert np.array_equal(slot.texts(5), np.broadcast_to(wordings[0], (5, 4)))  # rollouts: the instruction
+    drawn = slot.texts(300, np.random.default_rng(0))
+    assert drawn.shape == (300, 4) and {tuple(row) for row in drawn} == {tuple(w) for w in wordings}
 
 
 def test_leave_one_out_pairs_are_checked():

@@ -109,6 +109,10 @@ class AllTasksConfig:
     """Evaluate (every task) after each round; default only the starting router and the last round's."""
     seed: int = 0
     """Seed of collection, training and evaluation."""
+    all_wordings: bool = True
+    """Router updates give each sample one of its task's catalog wordings (the instruction or a paraphrase), drawn at
+    random; otherwise the instruction alone. Trained on the instruction alone, the router blended carry and push on
+    a wording of walk_push it had never seen ("head to the table and shove the crate onto the red marker": 0/10)."""
     leave_one_out: tuple[str, ...] = ("fetch:carry", "door:door", "push:push")
     """With ablations: "task:expert" pairs, each a router trained on the task alone without that expert."""
     world_model: WorldModelConfig = field(default_factory=_default_world_model)
@@ -156,6 +160,14 @@ class TaskSlot:
     phase_priors: np.ndarray | None  # [P, K] a sequence's prior per phase; None: one
     prior_source: str
     eval_steps: int
+    wordings: np.ndarray  # [W, D] the embeddings of the task's catalog wordings, the instruction's first
+
+    def texts(self, count: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """[count, D] text inputs for router updates: the instruction's embedding, or with `rng` one of the task's
+        wordings drawn for each."""
+        if rng is None:
+            return np.broadcast_to(self.text, (count, self.text.size))
+        return self.wordings[rng.integers(len(self.wordings), size=count)]
 
     def priors(self, obs: np.ndarray) -> np.ndarray:
         """[N, K] the prior of each (padded) observation [N, obs]: its phase's for a sequence."""
@@ -226,12 +238,13 @@ def prepare_all(config: AllTasksConfig, experts_dir: Path, resolver=None, vlm_ca
             print(f"skipping {name}: it {skipped[name]}", flush=True)
             continue
         scene, _ = build_expert_scene(task, dirs, specs, state_features=config.task_features)
-        text = resolver.embed([entry.instruction])[0].astype(np.float32)
+        wordings = resolver.embed(list(entry.texts if config.all_wordings else (entry.instruction,))).astype(np.float32)
+        text = wordings[0]
         scored = score_prior(scorer, entry.instruction, catalog, scene, config.router.prior_temperature)
         phases = sequence_priors(scorer, scene.objective, catalog, scene, config.router.prior_temperature)
         prior = scored.prior if phases is None else phases[0]
         steps = config.eval_steps or scene.config.episode_length
-        slots.append(TaskSlot(name, entry, scene, text, np.asarray(prior, np.float32), phases, scored.source, steps))
+        slots.append(TaskSlot(name, entry, scene, text, np.asarray(prior, np.float32), phases, scored.source, steps, wordings))
     if not slots:
         raise UserError(f"none of the tasks {', '.join(config.tasks)} has its experts installed: {skipped}")
     return AllTasks(config, experts, slots, skipped)
@@ -335,7 +348,7 @@ def all_task_batches(ctx: AllTasks, buffer, episode_task: np.ndarray, count: int
             rows = np.concatenate([rng.choice(g, size=p.size) for g, p in zip(groups[i], parts)]).astype(np.int64)
             slot = ctx.slots[i]
             obs.append(buffer.obs[rows])
-            text.append(np.broadcast_to(slot.text, (rows.size, slot.text.size)))
+            text.append(slot.texts(rows.size, rng))
             prior.append(slot.priors(buffer.obs[rows]))
         yield {"obs": np.concatenate(obs), "text": np.concatenate(text), "prior": np.concatenate(prior).astype(np.float32)}
 
@@ -596,7 +609,8 @@ def ship_all(ctx: AllTasks, out_dir: Path, full: dict, stages: dict, wall_clock:
     save_world_model(staging / WM_DIR, model, wm_params)
     c = ctx.config
     tasks = {s.name: {"task_env": s.entry.task, "scene": s.entry.scene, "instruction": s.entry.instruction,
-                      "success_criterion": s.entry.success, "text_embedding": s.text.tolist(), "prior": s.prior.tolist(),
+                      "success_criterion": s.entry.success, "text_embedding": s.text.tolist(),
+                      "wordings_trained": list(s.entry.texts[: len(s.wordings)]), "prior": s.prior.tolist(),
                       "phase_priors": None if s.phase_priors is None else s.phase_priors.tolist(),
                       "prior_source": s.prior_source, "eval_steps": s.eval_steps} for s in ctx.slots}
     meta = {"tasks": tasks, "skipped_tasks": ctx.skipped, "task_features": c.task_features,

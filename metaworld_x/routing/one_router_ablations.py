@@ -89,7 +89,7 @@ def train_all_model_free(ctx: AllTasks, run_dir: Path, env_steps: int, start: Pa
             # baseline over all of them would rank tasks, not choices
             returns = discounted_returns(data["reward"], data["done"], router.config.discount).reshape(-1)
             obs = data["obs"].reshape(-1, ctx.obs_size)
-            parts.append({"obs": obs, "text": np.broadcast_to(slot.text, (obs.shape[0], slot.text.size)),
+            parts.append({"obs": obs, "text": slot.texts(obs.shape[0], rng),
                           "prior": slot.priors(obs), "choice": np.stack(choices).reshape(-1),
                           "return": (returns - returns.mean()) / (returns.std() + 1e-6)})
         rows = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
