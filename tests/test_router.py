@@ -1,4 +1,4 @@
-"""The router: mixture, weights, VLM prior and its decay, imagination training, checkpoints, adapters."""
+"""The router: mixture, weights, VLM prior and its decay, imagination training, checkpoints, expert actions."""
 
 import jax
 import jax.numpy as jnp
@@ -8,7 +8,7 @@ import pytest
 from metaworld_x.errors import UserError
 from metaworld_x.policy import PolicyParams
 from metaworld_x.routing import (
-    ExpertAdapter, ExpertSet, Router, RouterConfig, check_prior, hard_gumbel_softmax, init_router_state, load_router,
+    ExpertSet, Router, RouterConfig, check_prior, hard_gumbel_softmax, init_router_state, load_router,
     mixture_action, plan_mppi, prior_from_scores, save_router, train_router,
 )
 from metaworld_x.routing.imagination import pessimistic_value
@@ -306,28 +306,18 @@ def test_expert_set_loads_policies_and_hashes_them_like_their_files(tmp_path):
         assert hashlib.sha256((tmp_path / entry["name"] / POLICY_FILE).read_bytes()).hexdigest().startswith(entry["hash"])
 
 
-def test_adapter_builds_each_experts_obs_and_refuses_missing_parts():
-    router_layout = {"qpos": 2, "qvel": 2, "object": 3}
-    adapter = ExpertAdapter(router_layout, {"walk": [["qpos", 2], ["qvel", 2]], "carry": [["object", 3], ["qpos", 2]]})
-    parts = {"qpos": jnp.ones((5, 2)), "qvel": 2 * jnp.ones((5, 2)), "object": 3 * jnp.ones((5, 3))}
-    np.testing.assert_array_equal(adapter.expert_obs(parts, "carry")[0], [3, 3, 3, 1, 1])
-    assert adapter.router_obs(parts).shape == (5, 7)
-
-    with pytest.raises(UserError) as error:
-        ExpertAdapter({"qpos": 2, "qvel": 2}, {"walk": [["qpos", 2]], "carry": [["qpos", 2], ["object", 3], ["hand", 6]]})
-    message = str(error.value)
-    assert "'carry' needs object, hand" in message and "walk" not in message.split("needs")[0].replace("'carry'", "")
-    with pytest.raises(UserError, match="different sizes for qpos"):
-        ExpertAdapter({"qpos": 3}, {"walk": [["qpos", 2]]})
-    with pytest.raises(UserError, match="lacks part"):
-        adapter.expert_obs({"qpos": parts["qpos"]}, "walk")
+def test_each_expert_acts_on_its_own_observation_in_the_scenes_action_units():
+    from metaworld_x.policy import act
+    from metaworld_x.routing.rollouts import expert_actions
 
     experts = expert_set()
-    actions = experts.actions(experts.adapter({"qpos": 2, "qvel": 2}), {"qpos": jnp.ones((5, 2)), "qvel": jnp.ones((5, 2))})
-    assert actions.shape == (5, 2, 3) and jnp.all(jnp.abs(actions) <= 1)
-    no_layout = ExpertSet(NAMES, experts.params, ({"skill": "walk"}, experts.specs[1]))
-    with pytest.raises(UserError, match="walk have no 'obs_layout'"):
-        no_layout.adapter({"qpos": 2, "qvel": 2})
+    obs = (jnp.ones((5, OBS)), -2 * jnp.ones((5, OBS)))
+    gains = (0.5, 1.0)
+    actions = expert_actions(experts.params, obs, gains)
+    assert actions.shape == (5, len(NAMES), experts.action_size)
+    for k, (params, own_obs, gain) in enumerate(zip(experts.params, obs, gains)):
+        np.testing.assert_allclose(actions[:, k], gain * act(params, own_obs), rtol=1e-6)
+        assert jnp.all(jnp.abs(actions[:, k]) <= gain)
 
 
 def test_malformed_priors_are_repaired_or_rejected():

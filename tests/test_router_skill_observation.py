@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from metaworld_x.envs.expert import expert_task, make_env
+from metaworld_x.errors import UserError
 from metaworld_x.expert_specs import expert_spec
 from metaworld_x.routing.scene import ExpertScene, expert_obs_layout
 from metaworld_x.routing.skill_observation import SkillObservation, reference_features
@@ -35,6 +36,14 @@ def test_expert_observation_equals_the_tracking_observation_in_its_own_scene(ski
     np.testing.assert_allclose(ours, theirs, atol=1e-5)
     layout = expert_obs_layout(skill, {"observation_size": theirs.shape[1]}, tracking, 3 if skill == "sit" else 1)
     assert sum(size for _, size in layout) == theirs.shape[1]
+
+
+def test_a_recorded_layout_that_does_not_add_up_to_the_policys_input_is_refused():
+    layout = [["proprioception", 49], ["phase", 2]]
+    spec = {"obs_layout": layout, "observation_size": 51}
+    assert expert_obs_layout("walk", spec, None, 0) == layout
+    with pytest.raises(UserError, match="'walk': its observation layout adds up to 51 entries but its policy reads 53"):
+        expert_obs_layout("walk", {**spec, "observation_size": 53}, None, 0)
 
 
 def _yaw_quat(angle):

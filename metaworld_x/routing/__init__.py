@@ -5,7 +5,6 @@ in the world model's imagination (or model-free on real rollouts), supervised
 at first by a VLM prior whose weight decays.
 """
 
-from metaworld_x.routing.adapter import ExpertAdapter, split_parts
 from metaworld_x.routing.checkpoint import expert_set_differences, load_router, save_router
 from metaworld_x.routing.config import RouterConfig
 from metaworld_x.routing.experts import ExpertSet, policy_hash
@@ -17,8 +16,8 @@ from metaworld_x.routing.planner import MppiConfig, imagined_return, plan_mppi, 
 from metaworld_x.routing.prior import check_prior, prior_from_scores
 
 __all__ = [
-    "ExpertAdapter", "ExpertSet", "MppiConfig", "Router", "RouterConfig", "RouterParams", "RouterState", "check_prior",
+    "ExpertSet", "MppiConfig", "Router", "RouterConfig", "RouterParams", "RouterState", "check_prior",
     "discounted_returns", "expert_set_differences", "hard_gumbel_softmax", "imagine", "imagined_return", "init_router_state",
     "kl_divergence", "lambda_returns", "load_router", "make_router_update", "mixture_action", "plan_mppi",
-    "plan_weight_sequence", "policy_hash", "prepare_batch", "prior_from_scores", "save_router", "split_parts", "train_router",
+    "plan_weight_sequence", "policy_hash", "prepare_batch", "prior_from_scores", "save_router", "train_router",
 ]

@@ -5,14 +5,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 
 from metaworld_x.errors import UserError
-from metaworld_x.policy import PolicyParams, act, load_policy
-from metaworld_x.routing.adapter import ExpertAdapter
+from metaworld_x.policy import PolicyParams, load_policy
 
 
 def policy_hash(params: PolicyParams) -> str:
@@ -61,10 +58,3 @@ class ExpertSet:
     def record(self) -> list[dict]:
         """[{'name', 'hash'}] in order: what a router checkpoint is bound to."""
         return [{"name": n, "hash": policy_hash(p)} for n, p in zip(self.names, self.params)]
-
-    def adapter(self, router_layout) -> ExpertAdapter:
-        return ExpertAdapter.from_specs(router_layout, dict(zip(self.names, self.specs)))
-
-    def actions(self, adapter: ExpertAdapter, parts: Mapping[str, jax.Array]) -> jax.Array:
-        """Every expert's action for the same state: [B, K, A]; jittable once the adapter is built."""
-        return jnp.stack([act(p, adapter.expert_obs(parts, n)) for n, p in zip(self.names, self.params)], axis=-2)
