@@ -36,8 +36,7 @@ from metaworld_x.envs.tasks.box import palms_in_box, resting_place
 from metaworld_x.envs.tasks.composite import SUBGOALS
 from metaworld_x.motion.clip import load_clip
 from metaworld_x.paths import MOTIONS_DIR
-from metaworld_x.routing.experts import ExpertSet
-from metaworld_x.routing.pipeline import installed_experts
+from metaworld_x.routing.experts import ExpertSet, installed_experts
 from metaworld_x.routing.rollouts import SceneRunner
 from metaworld_x.routing.scene import build_expert_scene, load_expert_spec
 

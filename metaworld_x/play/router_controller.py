@@ -195,10 +195,9 @@ def scripted_scenario(instruction: str, experts_dir: Path) -> Scenario:
     """The scripted state machine on `instruction`'s sequence (a catalog task, or composed from its clauses): each
     sub-goal's expert alone, switched as the task reports the sub-goal reached. No router is read."""
     from metaworld_x.envs.tasks import TASKS
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.routing.experts import ExpertSet, installed_experts
     from metaworld_x.routing.instructions import SkillMatcher, compose
     from metaworld_x.routing.language import TaskResolver
-    from metaworld_x.routing.pipeline import installed_experts
     from metaworld_x.routing.scene import build_expert_scene
     from metaworld_x.routing.scripted import scripted_weights
 

@@ -84,11 +84,6 @@ class Scenario:
 # ---- one expert -------------------------------------------------------------------------
 
 
-def installed_experts(experts_dir: Path) -> tuple[str, ...]:
-    """Skills with a shipped policy in `experts_dir`, sorted."""
-    return tuple(sorted(p.parent.name for p in Path(experts_dir).glob("*/policy.json")))
-
-
 class ExpertController:
     """One expert acting alone on its own tracking observation; the overlay shows its weight as 1."""
 
@@ -122,6 +117,7 @@ def expert_scenario(skill: str, experts_dir: Path) -> Scenario:
     from metaworld_x.envs.expert import expert_task
     from metaworld_x.expert_specs import EXPERTS, installed_spec
     from metaworld_x.policy import load_policy
+    from metaworld_x.routing.experts import installed_experts
     from metaworld_x.routing.scene import load_expert_spec
 
     directory = Path(experts_dir) / skill
@@ -134,7 +130,7 @@ def expert_scenario(skill: str, experts_dir: Path) -> Scenario:
     # every play starts at the clip's first frame: repeatable, and in step with a ghost of the same clip
     spec = dataclasses.replace(spec, tracking={**spec.tracking, "phase_zero_fraction": 1.0})
     task = expert_task(spec)
-    shown = installed_experts(experts_dir) or (skill,)
+    shown = tuple(installed_experts(experts_dir))  # skill is among them: its policy.json is checked above
     errors = jax.jit(jax.vmap(lambda view, info: task.keypoint_errors(view, info)))
     return Scenario(
         title=f"expert {skill}",
@@ -153,8 +149,18 @@ def router_scenario(instruction: str, router_dir: Path, experts_dir: Path) -> Sc
     if not any(Path(router_dir).glob("*/router.json")):
         raise UserError(
             f"no trained router in {router_dir}; train it with `{TRAIN_ROUTER}`"
-            f" (or play one expert: --expert {next(iter(installed_experts(experts_dir)), 'walk')})"
+            f" (or play one expert: --expert {_first_installed_expert(experts_dir)})"
         )
     from metaworld_x.play.router_controller import router_scenario_from_checkpoint
 
     return router_scenario_from_checkpoint(instruction, Path(router_dir), Path(experts_dir))
+
+
+def _first_installed_expert(experts_dir: Path) -> str:
+    """The first installed expert by name, or walk (the first to train) when there is none."""
+    from metaworld_x.routing.experts import installed_experts
+
+    try:
+        return next(iter(installed_experts(experts_dir)))
+    except UserError:
+        return "walk"

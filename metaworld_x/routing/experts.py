@@ -23,6 +23,15 @@ def policy_hash(params: PolicyParams) -> str:
     return hashlib.sha256(serialization.msgpack_serialize(arrays)).hexdigest()[:16]
 
 
+def installed_experts(experts_dir: Path) -> dict[str, Path]:
+    """{name: folder} of every experts/<name>/policy.json, sorted by name (the router's output order)."""
+    experts_dir = Path(experts_dir)
+    found = {p.parent.name: p.parent for p in sorted(experts_dir.glob("*/policy.json"))}
+    if not found:
+        raise UserError(f"no trained experts in {experts_dir}; train one with `metaworld-x train expert walk`")
+    return found
+
+
 @dataclass(frozen=True, eq=False)  # holds arrays: compare record() instead
 class ExpertSet:
     """Experts in the router's output order."""

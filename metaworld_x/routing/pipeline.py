@@ -35,6 +35,7 @@ from metaworld_x.errors import UserError
 from metaworld_x.json_file import jsonable
 from metaworld_x.machine import describe_machine
 from metaworld_x.routing.config import RouterConfig
+from metaworld_x.routing.experts import installed_experts
 from metaworld_x.world_model.config import WorldModelConfig
 
 WM_DIR, ROUTER_STAGE = "world_model", "router"
@@ -110,15 +111,6 @@ class RouterTrainConfig:
             raise UserError("mixed_fraction and finetune_explore must be in [0, 1]")
         if min(self.imagination_updates, self.finetune_rounds, self.finetune_updates, self.finetune_wm_steps) < 0:
             raise UserError("update counts and rounds must be >= 0")
-
-
-def installed_experts(experts_dir: Path) -> dict[str, Path]:
-    """{name: folder} of every experts/<name>/policy.json, sorted by name (the router's output order)."""
-    experts_dir = Path(experts_dir)
-    found = {p.parent.name: p.parent for p in sorted(experts_dir.glob("*/policy.json"))}
-    if not found:
-        raise UserError(f"no trained experts in {experts_dir}; train one with `metaworld-x train expert walk`")
-    return found
 
 
 @dataclass
