@@ -34,6 +34,7 @@ import mujoco
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from metaworld_x.envs.reference import ground_pose
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import Clip, save_clip
 from metaworld_x.motion.edits.gait_transition import blend_poses, poses_from_rest_config, targets_from_poses
@@ -118,14 +119,6 @@ def best_rollout(rollouts: Rollouts, splice_window: tuple[float, float]) -> tupl
     return best, first + 1 + int(np.argmin(rollouts.error[best, first:last]))
 
 
-def ground_pose(qpos: np.ndarray) -> np.ndarray:
-    """[3] x, y and heading of a pose's root; the heading from the twist about the vertical, defined for a pelvis
-    pitched past vertical (a crawl's), where the x axis's heading is not. `envs.reference.ground_pose` in NumPy's
-    float64: JAX's float32 would move the spliced clip by its rounding."""
-    w, z = qpos[3], qpos[6]
-    return np.array([qpos[0], qpos[1], 2.0 * np.arctan2(z, w)])
-
-
 def moved_on_ground(qpos: np.ndarray, source: np.ndarray, destination: np.ndarray) -> np.ndarray:
     """[T, 26] poses moved by the floor-plane rigid motion taking ground pose `source` onto `destination`."""
     turn = Rotation.from_euler("z", destination[2] - source[2])
@@ -143,8 +136,10 @@ def spliced_qpos(clip_qpos: np.ndarray, simulated: np.ndarray, splice: int, blen
     if splice + blend > len(simulated) - 1 or splice + blend >= len(clip_qpos):
         raise UserError(f"splice at frame {splice} with a {blend}-frame blend runs past the simulated poses "
                         f"({len(simulated)}) or the clip ({len(clip_qpos)})")
-    source = ground_pose(clip_qpos[splice])
-    destination = np.array([*simulated[splice, :2], source[2]])
+    # x, y straight from the poses (float64): JAX's float32 would move the spliced clip by its rounding
+    heading = float(ground_pose(clip_qpos[splice, :3], clip_qpos[splice, 3:7])[2])
+    source = np.array([*clip_qpos[splice, :2], heading])
+    destination = np.array([*simulated[splice, :2], heading])
     moved = moved_on_ground(clip_qpos[splice:], source, destination)
     weight = minimum_jerk(np.arange(blend + 1) / blend)[:, None]
     blended = blend_poses(simulated[splice : splice + blend + 1], moved[: blend + 1], weight)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from metaworld_x.envs.reference import ground_pose
 from metaworld_x.errors import UserError
 from metaworld_x.motion.clip import read_clip
 from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR
@@ -13,7 +14,6 @@ from metaworld_x.simulated_opening import (
     OpeningConfig,
     Rollouts,
     best_rollout,
-    ground_pose,
     moved_on_ground,
     spliced_qpos,
     with_simulated_opening,
@@ -33,18 +33,32 @@ def _walk(start: np.ndarray, steps: int, heading: float, joints: float) -> np.nd
                            joints=joints) for k in range(steps)])
 
 
-def test_the_heading_of_a_pelvis_pitched_past_vertical_is_its_twist_about_the_vertical():
-    # a crawling pelvis points its x axis at the floor: pitched 100°, its x axis's heading is the opposite way
-    assert ground_pose(_pose(1.0, 2.0, 0.3, pitch=np.radians(100)))[2] == pytest.approx(0.3, abs=1e-9)
-    assert np.allclose(ground_pose(_pose(1.0, 2.0, -2.0)), [1.0, 2.0, -2.0])
+def _ground_pose(qpos: np.ndarray) -> np.ndarray:
+    """[..., 3] `envs.reference.ground_pose` of [..., 26] poses."""
+    return np.asarray(ground_pose(qpos[..., :3], qpos[..., 3:7]))
+
+
+# a crawling pelvis points its x axis at the floor: pitched 100°, its x axis's heading is the opposite way
+@pytest.mark.parametrize("heading, pitch", [(-2.0, 0.0), (0.3, np.radians(100)), (3.1, np.radians(100)),
+                                            (-3.1, np.radians(-120))])
+def test_the_ground_pose_of_a_pose_is_its_x_y_and_its_twist_about_the_vertical(heading, pitch):
+    qpos = _pose(1.5, -0.7, heading, pitch)
+    flipped = qpos.copy()
+    flipped[3:7] *= -1  # the same orientation
+    for qpos in (qpos, flipped):
+        x, y, turn = _ground_pose(qpos)
+        twist = 2.0 * np.arctan2(qpos[6], qpos[3])  # q and -q give twists 2 pi apart
+        assert (x, y) == pytest.approx((1.5, -0.7), abs=1e-6)
+        assert np.angle(np.exp(1j * (turn - twist))) == pytest.approx(0.0, abs=1e-6)
+        assert np.angle(np.exp(1j * (turn - heading))) == pytest.approx(0.0, abs=1e-6)
 
 
 def test_moving_on_the_ground_takes_one_ground_pose_onto_another_and_keeps_the_motion_rigid():
     poses = _walk(np.array([0.5, -0.2]), 20, heading=0.4, joints=0.3)
     destination = np.array([2.0, 1.0, -1.2])
-    moved = moved_on_ground(poses, ground_pose(poses[0]), destination)
-    assert np.allclose(ground_pose(moved[0]), destination)
-    assert np.allclose(ground_pose(moved[-1])[2], destination[2])
+    moved = moved_on_ground(poses, _ground_pose(poses[0]), destination)
+    assert np.allclose(_ground_pose(moved[0]), destination, atol=1e-6)
+    assert np.allclose(_ground_pose(moved[-1])[2], destination[2], atol=1e-6)
     assert np.allclose(np.diff(moved[:, :2], axis=0), 0.01 * np.array([np.cos(-1.2), np.sin(-1.2)]))
     assert np.array_equal(moved[:, 2], poses[:, 2]) and np.array_equal(moved[:, 7:], poses[:, 7:])
 
@@ -59,13 +73,26 @@ def test_the_splice_keeps_the_simulated_poses_then_blends_into_the_clip_moved_on
     # after the blend: the clip's own poses and heading, carried on from where the robot stood at the splice
     after = qpos[splice + blend :]
     assert np.allclose(after[:, 7:], 0.5)
-    assert np.allclose(ground_pose(after[0])[2], 0.0)
+    assert np.allclose(_ground_pose(after[0])[2], 0.0, atol=1e-6)
     assert np.allclose(after[0, :2], simulated[splice, :2] + [0.01 * blend, 0.0])
     # and no jump anywhere: at most the 1 cm a frame both walks move, plus the blend's share of their gap
     assert np.abs(np.diff(qpos[:, :2], axis=0)).max() < 0.02
     assert np.abs(np.diff(qpos[:, 7:], axis=0)).max() < 0.5 / blend * 1.9  # minimum jerk peaks at 1.875x the mean
     with pytest.raises(UserError, match="runs past"):
         spliced_qpos(clip, simulated, 55, blend)
+
+
+def test_the_splice_carries_a_crawling_clip_across_the_floor_exactly_keeping_its_heading():
+    """Pitched past vertical and facing about pi, where the heading wraps: the clip after the blend is only moved
+    by the simulated root's x, y offset at the splice, to float64 precision."""
+    clip = np.stack([_pose(4.0 + 0.01 * k, -3.0, 3.1 + 0.002 * k, pitch=np.radians(100), joints=0.5)
+                     for k in range(100)])
+    simulated = _walk(np.array([0.3, 0.2]), 60, heading=-3.0, joints=0.0)
+    splice, blend = 40, 10
+    after = spliced_qpos(clip, simulated, splice, blend)[splice + blend + 1 :]
+    offset = simulated[splice, :2] - clip[splice, :2]
+    np.testing.assert_allclose(after[:, :2], clip[splice + blend + 1 :, :2] + offset, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(after[:, 2:], clip[splice + blend + 1 :, 2:], rtol=0, atol=1e-12)
 
 
 def test_the_best_rollout_is_the_survivor_that_tracked_best_spliced_where_it_tracked_best():
