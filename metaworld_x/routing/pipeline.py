@@ -21,6 +21,7 @@ the same number of environment steps), no router (the prior's top expert
 alone); their evaluations go into metrics.json.
 """
 
+import dataclasses
 import json
 import shutil
 import time
