@@ -1,6 +1,8 @@
 """Shared test fixtures."""
 
+import gc
 import os
+import sys
 
 import pytest
 
@@ -10,6 +12,16 @@ from metaworld_x.paths import shared_dir  # imports no JAX, so the setting below
 # 75 % of the GPU's memory at its first JAX call, and the second worker would run out.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def release_compiled_functions():
+    """Drop JAX's compiled functions after each test file. A worker keeps hundreds of files' executables
+    otherwise, each holding memory and memory mappings, and a long worker once crashed inside an XLA compile."""
+    yield
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+        gc.collect()
 
 
 @pytest.fixture(scope="session")
