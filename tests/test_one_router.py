@@ -190,7 +190,7 @@ def test_train_all_ships_one_router_over_the_tasks_it_was_given(shipped):
     assert len(record["tasks"]["walk_reach"]["phase_priors"]) == 2  # arrive, touch: the prior follows the phase
     from metaworld_x.routing.language import composite_task
 
-    assert record["tasks"]["walk_reach"]["wordings_trained"] == list(composite_task("walk_reach").texts)
+    assert record["tasks"]["walk_reach"]["wordings_trained"] == [composite_task("walk_reach").instruction]
     metrics = json.loads((folder / "metrics.json").read_text())
     assert [e["round"] for e in metrics["evals"]] == [-1, 1]  # the starting router and the last round
     assert set(metrics["selected_evaluation"]["tasks"]) == set(TASKS)
