@@ -430,12 +430,19 @@ def finetune_collect_all(ctx: AllTasks, source: Path, target: Path, router, para
 def evaluate_all(ctx: AllTasks, router, params, seed: int) -> dict:
     """Per task: the router's evaluation summary with that task's instruction (a sequence's with its sub-goals);
     plus the total successes and the mean return over tasks."""
-    from metaworld_x.routing.rollouts import router_behaviour, run_episodes
+    from metaworld_x.routing.rollouts import router_behaviour
+
+    return evaluate_behaviours(ctx, lambda slot: router_behaviour(router, params, slot.text), seed)
+
+
+def evaluate_behaviours(ctx: AllTasks, behaviour_for, seed: int) -> dict:
+    """`evaluate_all` for any behaviour: behaviour_for(slot) drives that task's evaluation episodes."""
+    from metaworld_x.routing.rollouts import run_episodes
     from metaworld_x.routing.sequence_report import sequence_record
 
     c, tasks, seconds = ctx.config, {}, 0.0
     for slot in ctx.slots:
-        results = run_episodes(ctx.runner(slot, c.eval_episodes), router_behaviour(router, params, slot.text),
+        results = run_episodes(ctx.runner(slot, c.eval_episodes), behaviour_for(slot),
                                jax.random.PRNGKey(seed + 10_000), slot.eval_steps)
         tasks[slot.name] = results.summary()
         goals = getattr(slot.scene.objective, "subgoals", ())

@@ -21,7 +21,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from metaworld_x.routing.all_tasks import AllTasks, evaluate_all, fit_one_router, load_tagged, make_one_router, prepare_all, train_all
+from metaworld_x.routing.all_tasks import (
+    AllTasks, evaluate_all, evaluate_behaviours, fit_one_router, load_tagged, make_one_router, prepare_all, train_all,
+)
 from metaworld_x.routing.pipeline import _read_json, write_json
 
 def run_ablations(ctx: AllTasks, run_dir: Path, full: dict, experts_dir: Path, vlm_cache: Path | None = None) -> dict:
@@ -105,30 +107,28 @@ def train_all_model_free(ctx: AllTasks, run_dir: Path, env_steps: int, start: Pa
 def scripted_all(ctx: AllTasks) -> dict:
     """The scripted baseline on every task, with the router's evaluation seeds: a sequence's state machine, or
     the prior's top expert alone."""
-    from metaworld_x.routing.rollouts import run_episodes
     from metaworld_x.routing.scripted import scripted_behaviour
-    from metaworld_x.routing.sequence_report import sequence_record
 
-    c, names = ctx.config, ctx.experts.names
-    tasks, seconds = {}, 0.0
+    names = ctx.experts.names
+
+    def chosen(slot) -> str:
+        return "scripted state machine" if _sequential(slot) else names[int(np.argmax(slot.prior))]
+
+    def behaviour_for(slot):
+        if _sequential(slot):
+            return scripted_behaviour(slot.scene.objective, names)
+        one_hot = np.eye(len(names), dtype=np.float32)[names.index(chosen(slot))]
+        return lambda obs, t, key: np.broadcast_to(one_hot, (obs.shape[0], one_hot.size))
+
+    evaluation = evaluate_behaviours(ctx, behaviour_for, ctx.config.seed)
     for slot in ctx.slots:
-        goals = getattr(slot.scene.objective, "subgoals", ())
-        if goals:
-            behaviour, chosen = scripted_behaviour(slot.scene.objective, names), "scripted state machine"
-        else:
-            chosen = names[int(np.argmax(slot.prior))]
-            one_hot = np.eye(len(names), dtype=np.float32)[names.index(chosen)]
-            behaviour = lambda obs, t, key, one_hot=one_hot: np.broadcast_to(one_hot, (obs.shape[0], one_hot.size))
-        results = run_episodes(ctx.runner(slot, c.eval_episodes), behaviour, jax.random.PRNGKey(c.seed + 10_000), slot.eval_steps)
-        tasks[slot.name] = {**results.summary(), "behaviour": chosen}
-        if goals:
-            tasks[slot.name]["sequence"] = sequence_record(results, names, goals)
-        seconds += results.seconds
-    evaluation = {"tasks": tasks, "success": sum(t["success"] for t in tasks.values()),
-                  "episodes": sum(t["episodes"] for t in tasks.values()),
-                  "return_mean": float(np.mean([t["return_mean"] for t in tasks.values()])), "seconds": seconds}
+        evaluation["tasks"][slot.name]["behaviour"] = chosen(slot)
     print(f"[scripted] {evaluation['success']}/{evaluation['episodes']} successes", flush=True)
     return {"env_steps": 0, "evaluation": evaluation}
+
+
+def _sequential(slot) -> bool:
+    return bool(getattr(slot.scene.objective, "subgoals", ()))
 
 
 def leave_one_out(ctx: AllTasks, run_dir: Path, task: str, expert: str, experts_dir: Path,
