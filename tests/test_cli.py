@@ -77,3 +77,13 @@ def test_malformed_mjcf_is_one_line_without_traceback(tmp_path):
     assert result.returncode == 2
     assert "cannot load robot MJCF" in result.stderr and str(bad) in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_train_expert_help_names_every_expert_in_the_library():
+    import re
+
+    from metaworld_x.expert_specs import EXPERTS
+
+    help_text = _run("train", "expert", "--help").stdout
+    named = set(re.findall(r"[a-z_]+", help_text.split("Expert skill:")[1].split("with --clip")[0]))
+    assert set(EXPERTS) <= named, f"train expert --help leaves out {sorted(set(EXPERTS) - named)}"
