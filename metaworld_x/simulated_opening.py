@@ -119,8 +119,11 @@ def best_rollout(rollouts: Rollouts, splice_window: tuple[float, float]) -> tupl
     return best, first + 1 + int(np.argmin(rollouts.error[best, first:last]))
 
 
-def moved_on_ground(qpos: np.ndarray, source: np.ndarray, destination: np.ndarray) -> np.ndarray:
-    """[T, 26] poses moved by the floor-plane rigid motion taking ground pose `source` onto `destination`."""
+def poses_moved_on_ground(qpos: np.ndarray, source: np.ndarray, destination: np.ndarray) -> np.ndarray:
+    """[T, 26] poses moved by the floor-plane rigid motion taking ground pose `source` onto `destination`.
+
+    `envs.reference.moved_on_ground` moves a clip's reference frames (JAX, float32, inside a step); this moves
+    generalised positions in float64, so that a spliced clip lands on the simulated root without float32 rounding."""
     turn = Rotation.from_euler("z", destination[2] - source[2])
     moved = qpos.copy()
     moved[:, :2] = turn.apply(np.c_[qpos[:, :2] - source[:2], np.zeros(len(qpos))])[:, :2] + destination[:2]
@@ -140,7 +143,7 @@ def spliced_qpos(clip_qpos: np.ndarray, simulated: np.ndarray, splice: int, blen
     heading = float(ground_pose(clip_qpos[splice, :3], clip_qpos[splice, 3:7])[2])
     source = np.array([*clip_qpos[splice, :2], heading])
     destination = np.array([*simulated[splice, :2], heading])
-    moved = moved_on_ground(clip_qpos[splice:], source, destination)
+    moved = poses_moved_on_ground(clip_qpos[splice:], source, destination)
     weight = minimum_jerk(np.arange(blend + 1) / blend)[:, None]
     blended = blend_poses(simulated[splice : splice + blend + 1], moved[: blend + 1], weight)
     return np.concatenate([simulated[:splice], blended, moved[blend + 1 :]])

@@ -14,7 +14,7 @@ from metaworld_x.simulated_opening import (
     OpeningConfig,
     Rollouts,
     best_rollout,
-    moved_on_ground,
+    poses_moved_on_ground,
     spliced_qpos,
     with_simulated_opening,
 )
@@ -56,7 +56,7 @@ def test_the_ground_pose_of_a_pose_is_its_x_y_and_its_twist_about_the_vertical(h
 def test_moving_on_the_ground_takes_one_ground_pose_onto_another_and_keeps_the_motion_rigid():
     poses = _walk(np.array([0.5, -0.2]), 20, heading=0.4, joints=0.3)
     destination = np.array([2.0, 1.0, -1.2])
-    moved = moved_on_ground(poses, _ground_pose(poses[0]), destination)
+    moved = poses_moved_on_ground(poses, _ground_pose(poses[0]), destination)
     assert np.allclose(_ground_pose(moved[0]), destination, atol=1e-6)
     assert np.allclose(_ground_pose(moved[-1])[2], destination[2], atol=1e-6)
     assert np.allclose(np.diff(moved[:, :2], axis=0), 0.01 * np.array([np.cos(-1.2), np.sin(-1.2)]))
