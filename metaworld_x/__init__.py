@@ -25,7 +25,7 @@ import metaworld_x.envs.registration  # noqa: E402,F401  (gymnasium ids; imports
 def __getattr__(name: str):
     # `metaworld_x.ExpertAgent` without importing jax and mujoco on `import metaworld_x`
     if name == "ExpertAgent":
-        from metaworld_x.expert_agent import ExpertAgent
+        from metaworld_x.experts.agent import ExpertAgent
 
         return ExpertAgent
     raise AttributeError(f"module 'metaworld_x' has no attribute {name!r}")

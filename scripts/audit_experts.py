@@ -18,8 +18,8 @@ from pathlib import Path
 
 import tyro
 
-from metaworld_x.expert_specs import EXPERTS
-from metaworld_x.expert_training import evaluate_expert
+from metaworld_x.experts.specs import EXPERTS
+from metaworld_x.experts.training import evaluate_expert
 from metaworld_x.machine import describe_machine
 from metaworld_x.paths import EXPERTS_DIR
 

@@ -29,8 +29,8 @@ import tyro
 from metaworld_x.atomic import atomic_path
 from metaworld_x.envs.perturb import SUITES, perturb_suite
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import EXPERTS
-from metaworld_x.expert_training import evaluate_expert
+from metaworld_x.experts.specs import EXPERTS
+from metaworld_x.experts.training import evaluate_expert
 from metaworld_x.machine import describe_machine
 from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
 

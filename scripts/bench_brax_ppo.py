@@ -80,9 +80,9 @@ def main():
             raise SystemExit(f"jax {jax.__version__} has no device_put_replicated, which brax's ppo.train calls")
         jax.device_put_replicated = device_put_replicated
 
-    from metaworld_x.envs.expert import expert_task
+    from metaworld_x.experts.environment import expert_task
     from metaworld_x.envs.mjx_env import MjxEnv
-    from metaworld_x.expert_specs import expert_spec
+    from metaworld_x.experts.specs import expert_spec
 
     spec = expert_spec(args.skill, **({"num_minibatches": args.minibatches} if args.minibatches else {}))
     config = spec.ppo

@@ -65,7 +65,7 @@ def main(args: Args) -> None:
     from metaworld_x.routing.all_tasks import is_one_router, task_view
     from metaworld_x.routing.checkpoint import load_router, trained_experts
     from metaworld_x.routing.evaluation import shipped_world_model
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
     from metaworld_x.routing.network import mixture_action
     from metaworld_x.routing.planner import MppiConfig
     from metaworld_x.routing.rollouts import expert_actions, planned_behaviour, router_behaviour

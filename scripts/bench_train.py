@@ -54,8 +54,8 @@ def bench_bare(env, steps: int, max_warmup: int = 500) -> float:
 def bench_ours(spec, task, backend: str, envs: int, iterations: int) -> dict:
     """Our PPO at `envs` worlds for `iterations` steady iterations (the first, which compiles, is dropped):
     collection and whole-iteration steps/s, and seconds per update, from the same iterations."""
-    from metaworld_x.envs.expert import make_env
-    from metaworld_x.expert_training import TrainerEnv
+    from metaworld_x.experts.environment import make_env
+    from metaworld_x.experts.training import TrainerEnv
     from metaworld_x.training.config import RunOptions
     from metaworld_x.training.train import make_train
 
@@ -95,9 +95,9 @@ def main():
     args = parser.parse_args()
     backend = args.backend
 
-    from metaworld_x.envs.expert import expert_task, make_env
-    from metaworld_x.expert_specs import expert_spec
-    from metaworld_x.expert_training import TrainerEnv
+    from metaworld_x.experts.environment import expert_task, make_env
+    from metaworld_x.experts.specs import expert_spec
+    from metaworld_x.experts.training import TrainerEnv
     from metaworld_x.machine import describe_machine
 
     overrides = {"num_minibatches": args.minibatches} if args.minibatches else {}

@@ -124,7 +124,7 @@ LEAD_INS = (("pickup_carry_start", "pickup_carry", True, False),)
 # what a trained expert sees at every frame: at 25 s the shipped crawl expert scored 3/10 from home instead of 0/10.
 GET_DOWNS = (("crawl_get_down", "crawl", "deepmimic/humanoid3d_getup_facedown.txt", "crawl", {"total_s": 25.0}),)
 # (clip name, expert folder under experts/): the clip's opening remade from the expert's best rollout from home
-# (metaworld_x.simulated_opening), after the stages above have built it. crawl_get_down's kinematic dive is
+# (metaworld_x.experts.simulated_opening), after the stages above have built it. crawl_get_down's kinematic dive is
 # somewhere no body goes: no clip start before 1.6 s survived it, while the expert got down from home in
 # every episode. 25 s long, so that a 1000-step episode started in its first 4 s stays on the clip. The shipped clip's
 # opening comes from an earlier crawl expert (its fingerprint is in the clip's info); a rebuild with a later
@@ -158,7 +158,7 @@ def build(out: Path, only: set[str] | None = None) -> None:
     from metaworld_x.motion.retarget import RetargetConfig, SourceInfo, retarget
     from metaworld_x.paths import EXPERTS_DIR
     from metaworld_x.robot import robot_spec
-    from metaworld_x.simulated_opening import with_simulated_opening
+    from metaworld_x.experts.simulated_opening import with_simulated_opening
 
     model = robot_spec("h1").compile()
     recipes = [r for r in RECIPES if only is None or r.name in only]

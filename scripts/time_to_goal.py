@@ -22,10 +22,10 @@ from pathlib import Path
 import tyro
 
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import expert_spec
-from metaworld_x.expert_training import evaluate_expert
+from metaworld_x.experts.specs import expert_spec
+from metaworld_x.experts.training import evaluate_expert
 from metaworld_x.machine import describe_machine
-from metaworld_x.policy import from_checkpoint, save_policy
+from metaworld_x.experts.policy import from_checkpoint, save_policy
 from metaworld_x.training import checkpoint
 from metaworld_x.training.runlog import read_history
 

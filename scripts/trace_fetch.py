@@ -28,7 +28,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from metaworld_x.envs.expert import expert_task
+from metaworld_x.experts.environment import expert_task
 from metaworld_x.envs.observations import relative_to_robot, to_heading_frame
 from metaworld_x.envs.reference import frame_at
 from metaworld_x.envs.tasks import make_task
@@ -36,7 +36,7 @@ from metaworld_x.envs.tasks.box import palms_in_box, resting_place
 from metaworld_x.envs.tasks.composite import SUBGOALS
 from metaworld_x.motion.clip import load_clip
 from metaworld_x.paths import MOTIONS_DIR
-from metaworld_x.routing.experts import ExpertSet, installed_experts
+from metaworld_x.experts.installed import ExpertSet, installed_experts
 from metaworld_x.routing.rollouts import SceneRunner
 from metaworld_x.routing.scene import build_expert_scene, load_expert_spec
 

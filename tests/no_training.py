@@ -30,7 +30,7 @@ else:
     raise SystemExit("the finder did not stop the training code from importing")
 
 import numpy as np
-from metaworld_x.policy import act, load_policy
+from metaworld_x.experts.policy import act, load_policy
 
 params, spec = load_policy(sys.argv[1])
 obs = np.asarray(json.loads(sys.stdin.read()), np.float32)

@@ -20,7 +20,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from metaworld_x.envs.compiled import CompiledTask
-from metaworld_x.envs.expert import expert_task
+from metaworld_x.experts.environment import expert_task
 from metaworld_x.envs.physics_view import BatchViewReader
 from metaworld_x.envs.reference import facing_forward, frame_at, held_object, object_at
 from metaworld_x.envs.task import with_overrides
@@ -30,7 +30,7 @@ from metaworld_x.envs.tasks.carry import CarryConfig
 from metaworld_x.envs.tasks.composite import FetchConfig
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import EXPERTS
+from metaworld_x.experts.specs import EXPERTS
 from metaworld_x.motion.clip import load_clip
 from metaworld_x.motion.edits.grip import GripConfig
 from metaworld_x.paths import MOTIONS_DIR

@@ -82,7 +82,7 @@ def test_malformed_mjcf_is_one_line_without_traceback(tmp_path):
 def test_train_expert_help_names_every_expert_in_the_library():
     import re
 
-    from metaworld_x.expert_specs import EXPERTS
+    from metaworld_x.experts.specs import EXPERTS
 
     help_text = _run("train", "expert", "--help").stdout
     named = set(re.findall(r"[a-z_]+", help_text.split("Expert skill:")[1].split("with --clip")[0]))

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from metaworld_x.envs.compiled import CompiledTask
-from metaworld_x.envs.expert import expert_task
+from metaworld_x.experts.environment import expert_task
 from metaworld_x.envs.reference import frame_at, props_at
 from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks import make_task
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import EXPERTS
+from metaworld_x.experts.specs import EXPERTS
 from metaworld_x.motion.clip import load_clip
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.scene.compose import PUSH_BOX

@@ -26,8 +26,8 @@ import pytest
 from metaworld_x.envs.compiled import CompiledTask
 from metaworld_x.envs.physics_view import BatchViewReader
 from metaworld_x.envs.tasks.tracking import TASK_PREFIX
-from metaworld_x.envs.expert import expert_task
-from metaworld_x.expert_specs import EXPERTS
+from metaworld_x.experts.environment import expert_task
+from metaworld_x.experts.specs import EXPERTS
 from metaworld_x.paths import MOTIONS_DIR
 
 # Deepest overlap (m) of a robot geom with a prop geom that a start pose may have.

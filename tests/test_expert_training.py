@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import expert_spec
-from metaworld_x.expert_training import evaluate_expert, ship_expert, train_expert
+from metaworld_x.experts.specs import expert_spec
+from metaworld_x.experts.training import evaluate_expert, ship_expert, train_expert
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.training import checkpoint
 
@@ -52,7 +52,7 @@ def test_shipped_expert_loads_without_training_code_and_evaluates(tmp_path):
     for name in ("policy.json", "policy.msgpack", "policy.onnx", "spec.json", "metrics.json"):
         assert (out / name).is_file(), name
     # the shipped folder loads and acts where importing metaworld_x.training fails, as the training run's policy
-    from metaworld_x.policy import act, from_training
+    from metaworld_x.experts.policy import act, from_training
 
     obs = np.random.default_rng(0).normal(size=(4, int(result.state.normalizer.mean["state"].shape[-1])))
     fenced, record = act_without_training(out, obs)
@@ -98,8 +98,8 @@ def test_missing_expert_says_which_command_trains_it(tmp_path):
 
 
 def test_the_periodic_evaluation_runs_whole_episodes_so_that_success_can_be_reached():
-    from metaworld_x.envs.expert import expert_task
-    from metaworld_x.expert_specs import EXPERTS
+    from metaworld_x.experts.environment import expert_task
+    from metaworld_x.experts.specs import EXPERTS
 
     for skill, spec in EXPERTS.items():
         length = expert_task(spec).config.episode_length

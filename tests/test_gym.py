@@ -104,7 +104,7 @@ def test_make_vec_uses_one_batch_and_resets_done_worlds_in_the_same_step():
 
 def test_tracking_ids_cover_every_expert_and_name_its_robot_variant():
     from metaworld_x.envs.tracking_gym import tracking_task
-    from metaworld_x.expert_specs import EXPERTS
+    from metaworld_x.experts.specs import EXPERTS
 
     assert sorted(skill for _, skill in TRACKING_ENVIRONMENTS) == sorted(EXPERTS)
     for env_id, skill in TRACKING_ENVIRONMENTS:
@@ -169,7 +169,7 @@ def test_expert_agent_sees_what_the_router_shows_the_expert():
     import jax
 
     import metaworld_x
-    from metaworld_x.envs.expert import make_env
+    from metaworld_x.experts.environment import make_env
 
     agent = metaworld_x.ExpertAgent("walk", gym.make("MetaWorldX/H1-Walk-v0"))
     scene = make_env(agent.scene, 1, "cpu", nthread=1, auto_reset=False)

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from metaworld_x.envs.compiled import CompiledTask
-from metaworld_x.envs.expert import expert_task
+from metaworld_x.experts.environment import expert_task
 from metaworld_x.envs.observations import twist_yaw
 from metaworld_x.envs.reference import frame_at
 from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import expert_spec
+from metaworld_x.experts.specs import expert_spec
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.robot import JOINT_NAMES
 

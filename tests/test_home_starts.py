@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from metaworld_x.envs import rotations
-from metaworld_x.envs.expert import expert_task, make_env
+from metaworld_x.experts.environment import expert_task, make_env
 from metaworld_x.envs.observations import twist_yaw, yaw
 from metaworld_x.envs.reference import closest_frame_time, frame_at, ground_pose, moved_on_ground, reanchor
 from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import expert_spec
+from metaworld_x.experts.specs import expert_spec
 from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR
 from metaworld_x.robot import JOINT_NAMES
 from metaworld_x.routing.scene import ExpertScene
@@ -268,7 +268,7 @@ def test_impossible_home_start_settings_are_refused(settings, words):
 def test_a_named_home_start_time_replaces_the_closest_frame_for_home_starts_and_the_router_alike(tmp_path):
     """run_start's frame closest to home lies mid-speed-up; a clip made to start from rest names its start."""
     from metaworld_x.envs.tasks import make_task
-    from metaworld_x.policy import load_policy
+    from metaworld_x.experts.policy import load_policy
     from metaworld_x.routing.scene import build_expert_scene
 
     if not (EXPERTS_DIR / "run" / "policy.json").is_file():

@@ -104,7 +104,7 @@ def test_the_labels_follow_the_subgoals_of_a_sequence(tmp_path, resolver):
     from metaworld_x.routing.config import RouterConfig
     from metaworld_x.routing.pipeline import sequence_priors
     from metaworld_x.routing.vlm_prior import prior_scorer
-    from metaworld_x.vlm.experts import DEFAULT_CATALOG
+    from metaworld_x.experts.catalog import DEFAULT_CATALOG
 
     scorer = prior_scorer(RouterConfig(), tmp_path, text_encoder=resolver.encoder)
     for cls in CHAINS:

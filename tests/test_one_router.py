@@ -119,7 +119,7 @@ def test_the_shipped_one_router_picks_each_tasks_own_expert_from_its_instruction
     """On the installed experts it was trained with, in one and the same state, each single-skill task's instruction
     gets that task's prior's top expert alone."""
     from metaworld_x.routing.checkpoint import load_router, trained_experts
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
 
     folder = ROUTER_DIR / "all"
     router, params, record = load_router(folder, ExpertSet.load(trained_experts(folder, EXPERTS_DIR)))

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from metaworld_x.cli import main
-from metaworld_x.expert_specs import EXPERT_ACTION_SCALE, EXPERTS, HOME_STARTS, OWN_CLIP_FILE, installed_spec
+from metaworld_x.experts.specs import EXPERT_ACTION_SCALE, EXPERTS, HOME_STARTS, OWN_CLIP_FILE, installed_spec
 from metaworld_x.motion.clip import save_clip
-from metaworld_x.own_motion import derive_settings
+from metaworld_x.experts.own_motion import derive_settings
 from metaworld_x.paths import MOTIONS_DIR
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -153,7 +153,7 @@ def test_train_expert_with_a_clip_ships_an_expert_that_eval_and_play_load(capsys
     assert spec["tracking"]["episode_length"] == settings["episode_length"]["value"] == 100
     assert spec["ppo"]["constraint"]["min_multiplier"] == 2.0 and spec["objective"] is None
     # the router loads it from spec.json, and its language prior reads the description
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
     from metaworld_x.routing.pipeline import expert_catalog
     from metaworld_x.routing.scene import load_expert_spec
 
@@ -186,7 +186,7 @@ def test_a_deepmimic_file_is_retargeted_first(shared, tmp_path):
     source = shared / "mocap" / "deepmimic" / "humanoid3d_jump.txt"
     if not source.is_file():
         pytest.skip(f"{source} is absent")
-    from metaworld_x.own_motion import clip_from_file, own_motion_spec
+    from metaworld_x.experts.own_motion import clip_from_file, own_motion_spec
 
     clip = clip_from_file(source, "jump")
     settings = derive_settings(clip)

@@ -62,7 +62,7 @@ def test_none_is_the_nominal_env_itself():
 
 
 def test_eval_none_equals_the_unperturbed_evaluation():
-    from metaworld_x.expert_training import evaluate_expert
+    from metaworld_x.experts.training import evaluate_expert
     from metaworld_x.paths import EXPERTS_DIR
 
     kwargs = dict(seed=3, episodes=2, steps=15, other_starts=False)

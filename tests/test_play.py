@@ -116,10 +116,10 @@ def test_the_same_seed_plays_the_same_episode(capsys, tmp_path):
 
 def _untrained_router(root, task: str = "stand", instruction: str = "stand still"):
     """experts/{walk, walk_twin} and router/<task>/ holding a random router for them."""
-    from metaworld_x.envs.expert import make_env
+    from metaworld_x.experts.environment import make_env
     from metaworld_x.envs.tasks import make_task
     from metaworld_x.routing import Router, RouterConfig, save_router
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
     from metaworld_x.routing.scene import build_expert_scene
 
     experts_dir = root / "experts"

@@ -50,10 +50,10 @@ def _free_port() -> int:
 
 def _routers(root):
     """experts/{walk, walk_twin} and untrained routers for `stand` ("stand still") and `run` ("run")."""
-    from metaworld_x.envs.expert import make_env
+    from metaworld_x.experts.environment import make_env
     from metaworld_x.envs.tasks import make_task
     from metaworld_x.routing import Router, RouterConfig, save_router
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
     from metaworld_x.routing.scene import build_expert_scene
 
     experts_dir = root / "experts"

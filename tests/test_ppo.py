@@ -245,7 +245,7 @@ def test_init_from_starts_with_another_runs_training_state_and_fresh_environment
 
 def test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics(tmp_path):
     """A fine-tune whose run folder is gone starts from experts/<skill>: the policy as shipped, fresh critics."""
-    from metaworld_x.policy import from_training, save_policy
+    from metaworld_x.experts.policy import from_training, save_policy
 
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
     source = make_train(SMALL, env, _quiet())(jax.random.PRNGKey(1))
@@ -268,7 +268,7 @@ def test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics(tmp_p
 
 
 def test_frozen_statistics_stay_where_a_fine_tune_from_a_shipped_policy_starts_them(tmp_path):
-    from metaworld_x.policy import from_training, save_policy
+    from metaworld_x.experts.policy import from_training, save_policy
 
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
     source = make_train(SMALL, env, _quiet())(jax.random.PRNGKey(1))
@@ -291,7 +291,7 @@ def test_a_fine_tune_from_a_shipped_policy_takes_the_critics_statistics_over_a_w
     uniform over [0, 1) in a whole episode (spread 0.29) but under 0.05 in its first 8 of 50 steps."""
     from point_mass import HORIZON
 
-    from metaworld_x.policy import from_training, save_policy
+    from metaworld_x.experts.policy import from_training, save_policy
 
     class WithProgress(PointMassEnv):
         observation_sizes = {"state": (6,), "privileged_state": (7,)}
@@ -328,7 +328,7 @@ def test_during_the_warm_up_a_shipped_policy_acts_on_its_own_statistics(tmp_path
     """The warm-up's unrolls are what the critics' statistics come from, so the shipped policy must act in them as
     it was shipped, not on the empty statistics a run starts with. Here its statistics put every input 100 standard
     deviations below its mean, so on them it asks for saturated actions and on empty ones it does not."""
-    from metaworld_x.policy import act, from_training, save_policy
+    from metaworld_x.experts.policy import act, from_training, save_policy
 
     source = make_train(SMALL, lambda n: PointMassEnv(n, "cpu"), _quiet())(jax.random.PRNGKey(1))
     shipped = from_training(source.state.params.policy, source.state.normalizer)
@@ -353,7 +353,7 @@ def test_during_the_warm_up_a_shipped_policy_acts_on_its_own_statistics(tmp_path
 
 
 def test_a_critic_warmup_holds_the_policy_while_the_fresh_critics_learn(tmp_path):
-    from metaworld_x.policy import from_training, save_policy
+    from metaworld_x.experts.policy import from_training, save_policy
 
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
     source = make_train(SMALL, env, _quiet())(jax.random.PRNGKey(1))
@@ -384,7 +384,7 @@ def test_a_fine_tune_from_a_shipped_policy_trains_its_fresh_critics_alone_unless
     """A shipped policy comes without its critics. With no critic-only iterations a reach_one_hand fine-tune
     went from 16 of 16 evaluation episodes standing to 8 falls in 25 iterations, so a config that does
     not say holds the policy for `FRESH_CRITIC_WARMUP_ITERATIONS` there, and only there."""
-    from metaworld_x.policy import from_training, save_policy
+    from metaworld_x.experts.policy import from_training, save_policy
     from metaworld_x.training.warm_start import FRESH_CRITIC_WARMUP_ITERATIONS, critic_warmup_iterations
 
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
@@ -412,7 +412,7 @@ def test_a_fine_tune_from_a_shipped_policy_starts_the_multiplier_where_its_train
     trained at 43, dual ascent would take hundreds of iterations to climb back."""
     import json
 
-    from metaworld_x.policy import from_training, save_policy
+    from metaworld_x.experts.policy import from_training, save_policy
     from metaworld_x.training.warm_start import shipped_multiplier
 
     env = lambda n: PointMassEnv(n, "cpu")  # noqa: E731
@@ -436,7 +436,7 @@ def test_a_fine_tune_from_a_shipped_policy_starts_the_multiplier_where_its_train
 def test_shipped_statistics_replace_one_key_and_update_on_as_if_seen():
     from brax.training.acme import running_statistics, specs
 
-    from metaworld_x.policy import PolicyParams
+    from metaworld_x.experts.policy import PolicyParams
     from metaworld_x.training.warm_start import with_policy_statistics
 
     sizes = {"state": (3,), "privileged_state": (2,)}
@@ -549,7 +549,7 @@ def test_two_devices_equal_one_device_at_same_global_batch():
 def test_policy_export_acts_without_training_code_and_onnx_matches(tmp_path):
     import onnxruntime
 
-    from metaworld_x.policy import act, export_onnx, from_training, load_policy, save_policy
+    from metaworld_x.experts.policy import act, export_onnx, from_training, load_policy, save_policy
 
     result = make_train(SMALL, lambda n: PointMassEnv(n, "mjx"), _quiet())(jax.random.PRNGKey(3))
     params = from_training(result.state.params.policy, result.state.normalizer)
@@ -577,7 +577,7 @@ def test_a_policy_moved_to_a_larger_action_scale_asks_for_the_same_servo_targets
     """Warm-starting at another action scale (carry: 0.5 to 0.85) shrinks the mean actions, not the log-std."""
     import json
 
-    from metaworld_x.policy import PolicyParams, act, save_policy
+    from metaworld_x.experts.policy import PolicyParams, act, save_policy
     from metaworld_x.training.warm_start import shipped_action_scale, with_action_scale
 
     rng = np.random.default_rng(0)

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from metaworld_x.envs.compiled import CompiledTask
-from metaworld_x.envs.expert import expert_task
+from metaworld_x.experts.environment import expert_task
 from metaworld_x.envs.reference import frame_at
 from metaworld_x.envs.tasks import make_task
 from metaworld_x.envs.tasks.sequence import seated_qpos
 from metaworld_x.envs.tasks.turn import heading_off
-from metaworld_x.expert_specs import expert_spec
+from metaworld_x.experts.specs import expert_spec
 from metaworld_x.motion.clip import read_clip
 from metaworld_x.motion.keyframes import KEYFRAMED, compose, home_points, key_tracks, turn_keys
 from metaworld_x.paths import MOTIONS_DIR

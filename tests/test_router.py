@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from metaworld_x.errors import UserError
-from metaworld_x.policy import PolicyParams
+from metaworld_x.experts.installed import ExpertSet
+from metaworld_x.experts.policy import PolicyParams
 from metaworld_x.routing import (
-    ExpertSet, Router, RouterConfig, check_prior, hard_gumbel_softmax, init_router_state, load_router,
+    Router, RouterConfig, check_prior, hard_gumbel_softmax, init_router_state, load_router,
     mixture_action, plan_mppi, prior_from_scores, save_router, train_router,
 )
 from metaworld_x.routing.imagination import pessimistic_value
@@ -295,7 +296,7 @@ def test_checkpoint_refuses_a_different_expert_set(tmp_path):
 def test_expert_set_loads_policies_and_hashes_them_like_their_files(tmp_path):
     import hashlib
 
-    from metaworld_x.policy import POLICY_FILE, save_policy
+    from metaworld_x.experts.policy import POLICY_FILE, save_policy
 
     experts = expert_set()
     for name, params, spec in zip(experts.names, experts.params, experts.specs):
@@ -307,7 +308,7 @@ def test_expert_set_loads_policies_and_hashes_them_like_their_files(tmp_path):
 
 
 def test_each_expert_acts_on_its_own_observation_in_the_scenes_action_units():
-    from metaworld_x.policy import act
+    from metaworld_x.experts.policy import act
     from metaworld_x.routing.rollouts import expert_actions
 
     experts = expert_set()

@@ -13,7 +13,7 @@ from metaworld_x.paths import EXPERTS_DIR, ROUTER_DIR
 
 def _shipped(task: str):
     from metaworld_x.routing.checkpoint import load_router, trained_experts
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
     from metaworld_x.world_model.checkpoint import load_world_model
 
     if not (ROUTER_DIR / task / "world_model" / "world_model.json").is_file():

@@ -14,7 +14,8 @@ from tiny_vlm import save_tiny_vlm  # noqa: E402
 from metaworld_x.errors import UserError  # noqa: E402
 from metaworld_x.routing.config import RouterConfig  # noqa: E402
 from metaworld_x.routing.vlm_prior import prior_scorer, score_prior, start_frame  # noqa: E402
-from metaworld_x.vlm import DEFAULT_CATALOG, PriorFallbackWarning  # noqa: E402
+from metaworld_x.experts.catalog import DEFAULT_CATALOG  # noqa: E402
+from metaworld_x.vlm import PriorFallbackWarning  # noqa: E402
 from metaworld_x.vlm.cache import frame_digest  # noqa: E402
 
 FETCH = "walk to the box, pick it up and carry it to the table"

@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from metaworld_x.envs.expert import expert_task, make_env
+from metaworld_x.experts.environment import expert_task, make_env
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import expert_spec
+from metaworld_x.experts.specs import expert_spec
 from metaworld_x.routing.scene import ExpertScene, expert_obs_layout
 from metaworld_x.routing.skill_observation import SkillObservation, reference_features
 
@@ -87,8 +87,8 @@ def test_experts_with_different_action_scales_are_mixed_as_servo_targets(tmp_pat
 
     from metaworld_x.envs.tasks import make_task
     from metaworld_x.paths import EXPERTS_DIR
-    from metaworld_x.policy import act
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.policy import act
+    from metaworld_x.experts.installed import ExpertSet
     from metaworld_x.routing.rollouts import SceneRunner
     from metaworld_x.routing.scene import build_expert_scene
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom, fisher_exact
 
-from metaworld_x.expert_specs import EXPERTS
-from metaworld_x.expert_training import evaluate_expert
+from metaworld_x.experts.specs import EXPERTS
+from metaworld_x.experts.training import evaluate_expert
 from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR
 
 pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
@@ -135,7 +135,7 @@ def test_every_shipped_expert_was_evaluated_on_the_clips_in_the_library(skill):
     """A rebuilt clip changes what its expert sees at every frame (the phase is time / duration), so its recorded
     figures no longer hold: crawl_get_down lengthened from 21 s to 25 s, its first 21 s unchanged, moved the
     shipped crawl expert from 0/10 to 3/10 from home. metrics.json names the clip versions it was measured on."""
-    from metaworld_x.envs.expert import expert_task
+    from metaworld_x.experts.environment import expert_task
     from metaworld_x.envs.tasks.tracking import clip_fingerprints
 
     directory = EXPERTS_DIR / skill
@@ -169,7 +169,7 @@ def test_every_spec_charges_an_early_end_as_its_deviation_limit_for_ever(skill):
     """Without the charge the tracking cost makes ending an episode the cheapest way out: walk, sit and stand trained
     from scratch learned to end their clip episodes within 16-77 steps. A failure is charged as
     never getting back, that is as the deviation that ends the episode, so the charge follows the spec's limit."""
-    from metaworld_x.envs.expert import expert_task
+    from metaworld_x.experts.environment import expert_task
 
     spec = EXPERTS[skill]
     charge = spec.ppo.constraint.failure_error
@@ -190,7 +190,7 @@ def test_no_objective_reward_term_outweighs_the_imitation_reward(skill):
     the marker under tracking (which does not end on it), and its first run learned nothing else."""
     from dataclasses import asdict
 
-    from metaworld_x.envs.expert import expert_task
+    from metaworld_x.experts.environment import expert_task
 
     scales = asdict(expert_task(EXPERTS[skill]).objective.config.rewards)
     too_big = {name: scale for name, scale in scales.items() if abs(scale) > 1.0}

@@ -21,7 +21,7 @@ ROUTERS = sorted(p.parent for p in ROUTER_DIR.glob("*/router.json") if p.parent.
 def trained_set(folder):
     """The installed experts the router in `folder` was trained with (the library may hold more)."""
     from metaworld_x.routing.checkpoint import trained_experts
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
 
     return ExpertSet.load(trained_experts(folder, EXPERTS_DIR))
 
@@ -76,7 +76,7 @@ def test_a_router_runs_on_its_own_experts_when_the_library_has_grown(tmp_path):
     """An expert added to experts/ leaves the routers trained without it loadable; one it needs that changed is
     still refused."""
     from metaworld_x.routing.checkpoint import load_router, trained_experts
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
 
     folder = ROUTERS[0]
     for expert in EXPERTS_DIR.glob("*/policy.json"):

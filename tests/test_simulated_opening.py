@@ -1,4 +1,4 @@
-"""A clip's opening remade from the simulated robot (metaworld_x.simulated_opening)."""
+"""A clip's opening remade from the simulated robot (metaworld_x.experts.simulated_opening)."""
 
 import numpy as np
 import pytest
@@ -10,7 +10,7 @@ from metaworld_x.motion.clip import read_clip
 from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR
 from metaworld_x.robot import robot_spec
 from metaworld_x.robot.constants import HOME_ROOT_HEIGHT
-from metaworld_x.simulated_opening import (
+from metaworld_x.experts.simulated_opening import (
     OpeningConfig,
     Rollouts,
     best_rollout,

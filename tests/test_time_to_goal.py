@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import expert_spec
-from metaworld_x.expert_training import train_expert
+from metaworld_x.experts.specs import expert_spec
+from metaworld_x.experts.training import train_expert
 from metaworld_x.paths import MOTIONS_DIR, PROJECT_DIR
-from metaworld_x.policy import from_checkpoint, from_training
+from metaworld_x.experts.policy import from_checkpoint, from_training
 from metaworld_x.training import checkpoint
 
 pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from metaworld_x.vlm import DEFAULT_CATALOG
+from metaworld_x.experts.catalog import DEFAULT_CATALOG
 
 
 def save_tiny_vlm(path):

@@ -82,7 +82,7 @@ def expert_card(folder: Path, motions_dir: Path) -> str:
     out.append(f"**What it does.** {description[0].upper() + description[1:] if description else skill}: a policy "
                f"for the Unitree H1 (`{policy.get('variant', '?')}`) in the `{policy.get('scene', '?')}` scene that "
                f"follows its reference clip while it does the task. `{skill}/policy.msgpack` + `policy.json` "
-               f"(`metaworld_x.policy.load_policy`, `act`), `policy.onnx`; MLP {network or '?'} "
+               f"(`metaworld_x.experts.policy.load_policy`, `act`), `policy.onnx`; MLP {network or '?'} "
                f"({policy.get('activation', '?')}), {policy.get('observation_size', '?')} inputs, "
                f"{policy.get('action_size', '?')} servo targets at action scale {spec.get('action_scale', '?')}.")
     out.append("")
@@ -136,8 +136,8 @@ def expert_card(folder: Path, motions_dir: Path) -> str:
 
 EXPERTS_INTRO = """# Shipped experts
 
-One folder per skill, written by `metaworld-x train expert SKILL` (specs in `metaworld_x/expert_specs.py`):
-`policy.msgpack` + `policy.json` (load with `metaworld_x.policy.load_policy`, act with `metaworld_x.policy.act`,
+One folder per skill, written by `metaworld-x train expert SKILL` (specs in `metaworld_x/experts/specs.py`):
+`policy.msgpack` + `policy.json` (load with `metaworld_x.experts.policy.load_policy`, act with `metaworld_x.experts.policy.act`,
 no training code needed), `policy.onnx`, `spec.json` (every setting it was trained with), `metrics.json` (its
 evaluation at shipping, with the fingerprints of the clips it was measured on: a rebuilt clip fails the tests
 until its expert is retrained), `curve.png` and `rollout.gif`. The tests evaluate every expert again and hold it

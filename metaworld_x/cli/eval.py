@@ -33,8 +33,8 @@ class EvalExpert:
         from metaworld_x.atomic import check_writable, write_text
         from metaworld_x.envs.perturb import perturb_suite
         from metaworld_x.errors import UserError
-        from metaworld_x.expert_specs import installed_spec
-        from metaworld_x.expert_training import evaluate_expert, goals_line
+        from metaworld_x.experts.specs import installed_spec
+        from metaworld_x.experts.training import evaluate_expert, goals_line
         from metaworld_x.paths import EXPERTS_DIR
 
         if self.episodes < 1:

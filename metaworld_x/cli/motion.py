@@ -160,7 +160,7 @@ class Check:
 
     def run(self) -> int:
         from metaworld_x.motion.followability import check_clip
-        from metaworld_x.own_motion import clip_from_file
+        from metaworld_x.experts.own_motion import clip_from_file
         from metaworld_x.robot import robot_spec
 
         clip = clip_from_file(self.file, "check")

@@ -10,7 +10,7 @@ import tyro
 
 @dataclass(frozen=True)
 class TrainExpert:
-    """Train an expert with imitation-constrained PPO (spec in metaworld_x/expert_specs.py, or derived from --clip)
+    """Train an expert with imitation-constrained PPO (spec in metaworld_x/experts/specs.py, or derived from --clip)
     and ship it to <run-dir>/expert (`--out experts/SKILL` replaces the shipped one)."""
 
     skill: tyro.conf.Positional[str]
@@ -83,7 +83,7 @@ class TrainExpert:
             from metaworld_x.training.devices import initialize_distributed
 
             initialize_distributed(self.heartbeat_timeout)
-        from metaworld_x.expert_training import train_expert
+        from metaworld_x.experts.training import train_expert
         from metaworld_x.training.devices import fail_fast_across_processes, is_main_process, leave_distributed
 
         with fail_fast_across_processes():
@@ -97,7 +97,7 @@ class TrainExpert:
         if result.rollbacks:
             print(f"{len(result.rollbacks)} non-finite update(s) rolled back; see {run_dir}")
         if self.ship:
-            from metaworld_x.expert_training import ship_expert
+            from metaworld_x.experts.training import ship_expert
 
             path = ship_expert(spec, result, out, video=self.video, initialised_from=self.init_from)
             if self.clip is not None:
@@ -120,7 +120,7 @@ class TrainExpert:
         if self.clip is not None:
             spec = self._own_motion_spec(run_dir, out, overrides)
         else:
-            from metaworld_x.expert_specs import expert_spec
+            from metaworld_x.experts.specs import expert_spec
 
             if self.describe is not None:
                 from metaworld_x.errors import UserError
@@ -138,7 +138,7 @@ class TrainExpert:
         first where it is mocap) is saved in the run folder, which the spec reads it from."""
         from metaworld_x.errors import UserError
         from metaworld_x.motion.clip import save_clip
-        from metaworld_x.own_motion import (
+        from metaworld_x.experts.own_motion import (
             check_name, check_trainable, clip_from_file, default_description, derive_settings, own_motion_spec,
             settings_lines,
         )

@@ -1,8 +1,8 @@
 """Gymnasium envs of an expert's own tracking task, built from its spec (ids in `tracking_registration`).
 
 They are `MetaWorldXEnv` / `MetaWorldXVectorEnv` around a different task:
-the tracking task of `metaworld_x.envs.expert.expert_task(spec)`, with the
-expert's action mapping, so `metaworld_x.policy.act(params, obs)` of a
+the tracking task of `metaworld_x.experts.environment.expert_task(spec)`, with the
+expert's action mapping, so `metaworld_x.experts.policy.act(params, obs)` of a
 shipped expert is a valid action. Keyword arguments override fields of the
 spec's TrackingConfig (e.g. `phase_zero_fraction=1.0` starts every episode
 at the clip's first frame); `perturb=` names a perturbation suite, as for the task ids.
@@ -15,8 +15,8 @@ from metaworld_x.envs.gym_env import MetaWorldXEnv, MetaWorldXVectorEnv
 
 def tracking_task(skill: str, **tracking):
     """The tracking task expert `skill` trains on, its TrackingConfig fields overridden by `tracking`."""
-    from metaworld_x.envs.expert import expert_task
-    from metaworld_x.expert_specs import expert_spec
+    from metaworld_x.experts.environment import expert_task
+    from metaworld_x.experts.specs import expert_spec
 
     spec = expert_spec(skill)
     return expert_task(dataclasses.replace(spec, tracking={**spec.tracking, **tracking}))

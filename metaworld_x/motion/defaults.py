@@ -1,7 +1,7 @@
 """Training settings read off a reference clip, each with the reason it has its value.
 
 `metaworld-x train expert NAME --clip FILE` trains on a clip nobody has tuned a spec for. Each setting a person
-chose for a shipped expert (`expert_specs.py`) is derived here from the clip, by the rule those choices followed,
+chose for a shipped expert (`experts/specs.py`) is derived here from the clip, by the rule those choices followed,
 and recorded in the expert's spec.json with its `why`:
 
 | setting | rule |
@@ -15,7 +15,7 @@ and recorded in the expert's spec.json with its `why`:
 | episode length | a loop: the shipped default; a one-shot clip: all of it, then a second of balance on its last frame |
 
 Everything here is a pure function of the clip's arrays and of `HomePose`, the robot's facts it is compared with
-(`metaworld_x.own_motion.home_pose` builds one from a model).
+(`metaworld_x.experts.own_motion.home_pose` builds one from a model).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from metaworld_x.expert_specs import DEFAULT_EPISODE_LENGTH, EXPERT_ACTION_SCALE, HOME_STARTS
+from metaworld_x.experts.specs import DEFAULT_EPISODE_LENGTH, EXPERT_ACTION_SCALE, HOME_STARTS
 from metaworld_x.motion.clip import Clip
 from metaworld_x.robot.constants import JOINT_NAMES
 

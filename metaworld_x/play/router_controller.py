@@ -104,7 +104,7 @@ def router_scenario_from_checkpoint(instruction: str, router_root: Path, experts
     """The scenario of the router for `instruction`'s task; UserErrors name the command that trains what is missing."""
     from metaworld_x.envs.tasks import make_task
     from metaworld_x.routing.checkpoint import load_router
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
     from metaworld_x.routing.language import TaskResolver
     from metaworld_x.routing.scene import build_expert_scene
 
@@ -158,7 +158,7 @@ def _one_router_scenario(instruction: str, folder: Path, experts_dir: Path) -> S
     from metaworld_x.envs.tasks import make_task
     from metaworld_x.routing.all_tasks import task_view
     from metaworld_x.routing.checkpoint import load_router, trained_experts
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
     from metaworld_x.routing.language import TaskResolver
     from metaworld_x.routing.scene import build_expert_scene
 
@@ -195,7 +195,7 @@ def scripted_scenario(instruction: str, experts_dir: Path) -> Scenario:
     """The scripted state machine on `instruction`'s sequence (a catalog task, or composed from its clauses): each
     sub-goal's expert alone, switched as the task reports the sub-goal reached. No router is read."""
     from metaworld_x.envs.tasks import TASKS
-    from metaworld_x.routing.experts import ExpertSet, installed_experts
+    from metaworld_x.experts.installed import ExpertSet, installed_experts
     from metaworld_x.routing.instructions import SkillMatcher, compose
     from metaworld_x.routing.language import TaskResolver
     from metaworld_x.routing.scene import build_expert_scene

@@ -74,7 +74,7 @@ class Scenario:
         return self.reference.keypoint_names if self.reference is not None else ()
 
     def make_env(self):
-        from metaworld_x.envs.expert import make_env
+        from metaworld_x.experts.environment import make_env
 
         # one world on one thread: a viewer shows one robot, and the render
         # wants the other core
@@ -88,7 +88,7 @@ class ExpertController:
     """One expert acting alone on its own tracking observation; the overlay shows its weight as 1."""
 
     def __init__(self, skill: str, params, shown: tuple[str, ...]):
-        from metaworld_x.policy import act
+        from metaworld_x.experts.policy import act
 
         self.skill, self.mode = skill, f"expert {skill}"
         self.expert_names = shown
@@ -114,10 +114,10 @@ class ExpertController:
 
 def expert_scenario(skill: str, experts_dir: Path) -> Scenario:
     """Expert `skill` from `experts_dir/skill` in its own tracking task."""
-    from metaworld_x.envs.expert import expert_task
-    from metaworld_x.expert_specs import EXPERTS, installed_spec
-    from metaworld_x.policy import load_policy
-    from metaworld_x.routing.experts import installed_experts
+    from metaworld_x.experts.environment import expert_task
+    from metaworld_x.experts.specs import EXPERTS, installed_spec
+    from metaworld_x.experts.policy import load_policy
+    from metaworld_x.experts.installed import installed_experts
     from metaworld_x.routing.scene import load_expert_spec
 
     directory = Path(experts_dir) / skill
@@ -158,7 +158,7 @@ def router_scenario(instruction: str, router_dir: Path, experts_dir: Path) -> Sc
 
 def _first_installed_expert(experts_dir: Path) -> str:
     """The first installed expert by name, or walk (the first to train) when there is none."""
-    from metaworld_x.routing.experts import installed_experts
+    from metaworld_x.experts.installed import installed_experts
 
     try:
         return next(iter(installed_experts(experts_dir)))

@@ -7,7 +7,6 @@ at first by a VLM prior whose weight decays.
 
 from metaworld_x.routing.checkpoint import expert_set_differences, load_router, save_router
 from metaworld_x.routing.config import RouterConfig
-from metaworld_x.routing.experts import ExpertSet, policy_hash
 from metaworld_x.routing.imagination import imagine, lambda_returns
 from metaworld_x.routing.learner import RouterState, init_router_state, make_router_update, prepare_batch, train_router
 from metaworld_x.routing.model_free import discounted_returns
@@ -16,8 +15,8 @@ from metaworld_x.routing.planner import MppiConfig, imagined_return, plan_mppi, 
 from metaworld_x.routing.prior import check_prior, prior_from_scores
 
 __all__ = [
-    "ExpertSet", "MppiConfig", "Router", "RouterConfig", "RouterParams", "RouterState", "check_prior",
+    "MppiConfig", "Router", "RouterConfig", "RouterParams", "RouterState", "check_prior",
     "discounted_returns", "expert_set_differences", "hard_gumbel_softmax", "imagine", "imagined_return", "init_router_state",
     "kl_divergence", "lambda_returns", "load_router", "make_router_update", "mixture_action", "plan_mppi",
-    "plan_weight_sequence", "policy_hash", "prepare_batch", "prior_from_scores", "save_router", "train_router",
+    "plan_weight_sequence", "prepare_batch", "prior_from_scores", "save_router", "train_router",
 ]

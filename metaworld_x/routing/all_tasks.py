@@ -218,7 +218,7 @@ def prepare_all(config: AllTasksConfig, experts_dir: Path, resolver=None, vlm_ca
     """Load the experts once (all installed ones but `without`); build each task's padded scene; embed its
     instruction and score its prior."""
     from metaworld_x.envs.tasks import make_task
-    from metaworld_x.routing.experts import ExpertSet, installed_experts
+    from metaworld_x.experts.installed import ExpertSet, installed_experts
     from metaworld_x.routing.language import TaskResolver, composite_task
     from metaworld_x.routing.pipeline import expert_catalog, sequence_priors
     from metaworld_x.routing.scene import build_expert_scene

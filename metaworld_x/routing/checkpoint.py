@@ -18,7 +18,7 @@ from flax import serialization
 from metaworld_x.errors import UserError
 from metaworld_x.params_file import check_payload, read_record, write_params
 from metaworld_x.routing.config import RouterConfig
-from metaworld_x.routing.experts import ExpertSet
+from metaworld_x.experts.installed import ExpertSet
 from metaworld_x.routing.network import Router, RouterParams
 
 FORMAT_VERSION = 1

@@ -68,7 +68,7 @@ def evaluate_router(router_dir: Path, experts_dir: Path, instructions=None, epis
     from metaworld_x.routing.all_tasks import task_view
     from metaworld_x.routing.checkpoint import load_router, trained_experts
     from metaworld_x.routing.curves import plot_weights
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
     from metaworld_x.routing.language import TaskResolver
     from metaworld_x.routing.rollouts import SceneRunner, planned_behaviour, router_behaviour, run_episodes
     from metaworld_x.routing.scene import build_expert_scene

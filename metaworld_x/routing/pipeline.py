@@ -36,7 +36,7 @@ from metaworld_x.errors import UserError
 from metaworld_x.json_file import jsonable
 from metaworld_x.machine import describe_machine
 from metaworld_x.routing.config import RouterConfig
-from metaworld_x.routing.experts import installed_experts
+from metaworld_x.experts.installed import installed_experts
 from metaworld_x.world_model.config import WorldModelConfig
 
 WM_DIR, ROUTER_STAGE = "world_model", "router"
@@ -136,7 +136,7 @@ class Context:
 
 def expert_catalog(experts) -> "object":
     """The VLM catalog restricted to the installed experts (descriptions from the default catalog, else policy.json)."""
-    from metaworld_x.vlm.experts import DEFAULT_CATALOG, Expert, ExpertCatalog
+    from metaworld_x.experts.catalog import DEFAULT_CATALOG, Expert, ExpertCatalog
 
     known = {e.name: e for e in DEFAULT_CATALOG.experts}
     entries = tuple(known.get(n) or Expert(n, s.get("description", n)) for n, s in zip(experts.names, experts.specs))
@@ -150,7 +150,7 @@ def prepare_context(config: RouterTrainConfig, experts_dir: Path, resolver=None,
     vlm_cache: the prior's label cache (None: metaworld_x.vlm.default_cache_dir()).
     """
     from metaworld_x.envs.tasks import make_task
-    from metaworld_x.routing.experts import ExpertSet
+    from metaworld_x.experts.installed import ExpertSet
     from metaworld_x.routing.language import TASK_NAMES, TaskResolver, composite_task
     from metaworld_x.routing.scene import build_expert_scene
     from metaworld_x.routing.vlm_prior import prior_scorer, score_prior

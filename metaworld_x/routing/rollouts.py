@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from metaworld_x.policy import act
+from metaworld_x.experts.policy import act
 from metaworld_x.routing.network import mixture_action
 
 Behaviour = Callable[[np.ndarray, int, jax.Array], np.ndarray]

@@ -185,7 +185,7 @@ def padded_state(state: jax.Array, width: int) -> jax.Array:
 
 def load_expert_spec(directory: Path):
     """The ExpertSpec an expert was trained from: its shipped spec.json, else the current recipe."""
-    from metaworld_x.expert_specs import EXPERTS, ExpertSpec
+    from metaworld_x.experts.specs import EXPERTS, ExpertSpec
 
     directory = Path(directory)
     path = directory / "spec.json"
@@ -222,7 +222,7 @@ def _objective_size(tracking, observation_size: int) -> int:
 
 def _training_start_features(tracking, size: int) -> tuple[float, ...]:
     """The objective's features at the start of a training episode (seed 0), for scenes without its objects."""
-    from metaworld_x.envs.expert import make_env
+    from metaworld_x.experts.environment import make_env
 
     env = make_env(tracking, 1, "cpu", nthread=1)
     state = env.reset(jax.random.PRNGKey(0))
@@ -260,7 +260,7 @@ def build_expert_scene(
     With start_at_closest_pose each expert's clock starts where its home starts did in training
     (`Tracking.home_start_time`: its clip's frame closest to the scene's home pose, or the time its spec
     names), so the reference it first sees is one it can reach from where the robot stands."""
-    from metaworld_x.envs.expert import expert_task
+    from metaworld_x.experts.environment import expert_task
 
     scales, skills, record = {}, [], {}
     model = task.build_model()

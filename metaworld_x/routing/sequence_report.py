@@ -61,7 +61,7 @@ def evaluate_scripted(instruction: str, experts_dir: Path, episodes: int = 10, s
                       perturb: str = "none") -> dict:
     """The scripted state machine on `instruction`'s sequence (the catalog's, or composed from its clauses)."""
     from metaworld_x.envs.tasks import TASKS
-    from metaworld_x.routing.experts import ExpertSet, installed_experts
+    from metaworld_x.experts.installed import ExpertSet, installed_experts
     from metaworld_x.routing.instructions import SkillMatcher, compose
     from metaworld_x.routing.language import TaskResolver
     from metaworld_x.routing.rollouts import SceneRunner, run_episodes

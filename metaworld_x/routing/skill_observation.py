@@ -78,7 +78,7 @@ class SkillObservation:
     name: str
     """The expert's name (its folder in experts/)."""
     tracking: object
-    """The expert's own Tracking task (metaworld_x.envs.expert.expert_task of its spec)."""
+    """The expert's own Tracking task (metaworld_x.experts.environment.expert_task of its spec)."""
     objective_source: str
     """'scene' (computed from the scene with the expert's own task variables), 'shared' (the scene's objective is
     the expert's: computed with the scene's task variables), 'frozen' (the training start's values) or 'none'."""

@@ -195,7 +195,7 @@ def restore_part(path: Path, key: str, template: Any) -> tuple[Any, dict]:
 
 def read_entry(path: Path, key: str) -> tuple[Any, dict]:
     """Entry `key` of a checkpoint's state as plain nested dicts of arrays (no template), and its meta record:
-    for readers that need a part of it, such as the policy (`metaworld_x.policy.from_checkpoint`)."""
+    for readers that need a part of it, such as the policy (`metaworld_x.experts.policy.from_checkpoint`)."""
     payload, record = _verified_payload(path)
     entries = _fitted(path, lambda: serialization.msgpack_restore(payload))
     if not isinstance(entries, dict) or key not in entries:

@@ -16,7 +16,7 @@ from brax.training.acme import running_statistics
 
 from metaworld_x.errors import UserError
 from metaworld_x.json_file import read_json_object
-from metaworld_x.policy import POLICY_FILE, SPEC_FILE, PolicyParams, load_policy
+from metaworld_x.experts.policy import POLICY_FILE, SPEC_FILE, PolicyParams, load_policy
 
 
 def is_shipped_policy(path: Path) -> bool:

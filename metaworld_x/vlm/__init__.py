@@ -7,7 +7,6 @@ neither torch, transformers nor mujoco; the backends load them when built.
 """
 
 from metaworld_x.vlm.cache import CachedScorer, default_cache_dir
-from metaworld_x.vlm.experts import DEFAULT_CATALOG, Expert, ExpertCatalog, as_catalog
 from metaworld_x.vlm.factory import make_scorer, score_task
 from metaworld_x.vlm.frames import render_for_vlm
 from metaworld_x.vlm.scores import (
@@ -21,17 +20,13 @@ from metaworld_x.vlm.text_prior import TextEncoderPrior, split_clauses
 from metaworld_x.vlm.transformers_backend import TransformersVLM, parse_scores
 
 __all__ = [
-    "DEFAULT_CATALOG",
     "CachedScorer",
-    "Expert",
-    "ExpertCatalog",
     "ExpertScorer",
     "ExpertScores",
     "PriorFallbackWarning",
     "SegmentedScores",
     "TextEncoderPrior",
     "TransformersVLM",
-    "as_catalog",
     "default_cache_dir",
     "make_scorer",
     "parse_scores",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from metaworld_x.vlm.experts import as_catalog
+from metaworld_x.experts.catalog import as_catalog
 from metaworld_x.vlm.scores import ExpertScores, PriorFallbackWarning, check_frame
 
 CACHE_ENV = "METAWORLD_X_CACHE"

@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from metaworld_x.vlm.experts import ExpertCatalog
+from metaworld_x.experts.catalog import ExpertCatalog
 
 MAX_SCORE = 10.0
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from metaworld_x.errors import UserError
-from metaworld_x.vlm.experts import ExpertCatalog, as_catalog
+from metaworld_x.experts.catalog import ExpertCatalog, as_catalog
 from metaworld_x.vlm.scores import (
     MAX_SCORE,
     ExpertScores,

@@ -76,17 +76,17 @@ class Rollouts:
     """[R] never terminated."""
     control_dt: float
     expert: str
-    """The expert's policy hash (`routing.experts.policy_hash`, as router.json records it)."""
+    """The expert's policy hash (`experts.installed.policy_hash`, as router.json records it)."""
 
 
 def record_from_home(expert_dir: Path, clip_file: Path, seconds: float, rollouts: int, seed: int) -> Rollouts:
     """Roll the expert in `expert_dir` out from the home pose against the clip in `clip_file`, re-anchored at
     every step as a router runs it, for `seconds`."""
-    from metaworld_x.envs.expert import expert_task, make_env
-    from metaworld_x.expert_specs import expert_spec
-    from metaworld_x.expert_training import AS_A_ROUTER_STARTS, _with_tracking, load_expert
-    from metaworld_x.policy import act
-    from metaworld_x.routing.experts import policy_hash
+    from metaworld_x.experts.environment import expert_task, make_env
+    from metaworld_x.experts.specs import expert_spec
+    from metaworld_x.experts.training import AS_A_ROUTER_STARTS, _with_tracking, load_expert
+    from metaworld_x.experts.policy import act
+    from metaworld_x.experts.installed import policy_hash
 
     params, policy_spec = load_expert(Path(expert_dir))
     task = _with_tracking(expert_task(expert_spec(policy_spec["skill"])), clips=(str(clip_file),),

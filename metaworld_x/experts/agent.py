@@ -37,7 +37,7 @@ from metaworld_x.envs.control_step import select
 from metaworld_x.envs.observations import proprioception, proprioception_size
 from metaworld_x.envs.physics_view import BatchViewReader
 from metaworld_x.errors import UserError
-from metaworld_x.policy import act, load_policy
+from metaworld_x.experts.policy import act, load_policy
 from metaworld_x.routing.skill_observation import SkillObservation
 
 
@@ -51,7 +51,7 @@ class ExpertAgent:
     """
 
     def __init__(self, skill: str, env, experts_dir: Path | None = None, seed: int = 0):
-        from metaworld_x.expert_specs import installed_spec
+        from metaworld_x.experts.specs import installed_spec
         from metaworld_x.paths import EXPERTS_DIR
         from metaworld_x.routing.scene import build_expert_scene
 

@@ -9,7 +9,7 @@ import numpy as np
 from flax import serialization
 
 from metaworld_x.errors import UserError
-from metaworld_x.policy import PolicyParams, load_policy
+from metaworld_x.experts.policy import PolicyParams, load_policy
 
 
 def policy_hash(params: PolicyParams) -> str:

@@ -2,7 +2,7 @@
 
 from metaworld_x.envs.task import with_overrides
 from metaworld_x.envs.tasks.tracking import Tracking, TrackingConfig
-from metaworld_x.expert_specs import EXPERT_ACTION_SCALE, ExpertSpec
+from metaworld_x.experts.specs import EXPERT_ACTION_SCALE, ExpertSpec
 
 
 

@@ -5,7 +5,7 @@ and tracked with a generic spec built from it at run time: pure tracking on the 
 to its end (a loop: the episode) without a fall, and every setting a person tuned for the shipped experts derived
 from the clip instead (`motion/defaults.py`), each recorded with its reason in the spec's `clip_settings`. The
 shipped folder holds the clip as OWN_CLIP_FILE, so the expert loads from its spec.json alone
-(`expert_specs.installed_spec`); nothing in the package names it.
+(`experts.specs.installed_spec`); nothing in the package names it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import EXPERTS, OWN_CLIP_FILE, TRACKING_ERROR_GOAL, ExpertSpec, ppo_settings
+from metaworld_x.experts.specs import EXPERTS, OWN_CLIP_FILE, TRACKING_ERROR_GOAL, ExpertSpec, ppo_settings
 
 # A name is a folder in experts/ and a word in the router's catalog.
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")

@@ -86,7 +86,7 @@ class ExpertSpec:
     HumanoidBench's bars are on 1000-step episodes, as long as a router runs an expert; an expert that trains on
     shorter ones to see its hard part more often (crawl's get-down) is judged on the bar's own length."""
     clip_settings: dict[str, Any] = field(default_factory=dict)
-    """An expert of a user's own clip (`metaworld_x.own_motion`): the clip's source file and each setting derived from
+    """An expert of a user's own clip (`metaworld_x.experts.own_motion`): the clip's source file and each setting derived from
     the clip, {name: {"value", "why"}}; empty for the library's experts."""
 
     def __post_init__(self):
@@ -131,7 +131,7 @@ def _ppo(total_env_steps: int, budget: float, mode: str = "lagrangian", failure_
     return PPOConfig(total_env_steps=total_env_steps, constraint=constraint, **base)
 
 
-ppo_settings = _ppo  # the library's PPO settings, for specs built outside this table (metaworld_x.own_motion)
+ppo_settings = _ppo  # the library's PPO settings, for specs built outside this table (metaworld_x.experts.own_motion)
 
 
 EXPERTS: dict[str, ExpertSpec] = {
@@ -207,7 +207,7 @@ EXPERTS: dict[str, ExpertSpec] = {
         # (critic_warmup_iterations). With home starts anchored once (home_anchor), a fine-tune from this folder
         # and a run from scratch (12.6M steps) both fell in every get-down from the clip's first frame: from 1.0 s
         # to 1.7 s the clip dives onto the hands on one foot. Now the
-        # clip's first 3.5 s are that expert's own get-down from home, simulated (metaworld_x.simulated_opening),
+        # clip's first 3.5 s are that expert's own get-down from home, simulated (metaworld_x.experts.simulated_opening),
         # and it is evaluated over HumanoidBench's 1000 steps, as a router runs it: in 300 steps from the clip's
         # start the get-down, which earns little crawl reward, keeps even a perfect follower under the bar. The
         # earlier get-down expert was fine-tuned on that clip for 16.0M steps at 1e-4 with λ ≥ 2 (λ ran up to

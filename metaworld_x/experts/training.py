@@ -20,11 +20,11 @@ import jax
 import numpy as np
 
 from metaworld_x.atomic import atomic_path, replace_folder
-from metaworld_x.envs.expert import expert_task, make_env
+from metaworld_x.experts.environment import expert_task, make_env
 from metaworld_x.envs.perturb import as_config
 from metaworld_x.envs.tasks.tracking import clip_fingerprints
 from metaworld_x.errors import UserError
-from metaworld_x.expert_specs import OWN_CLIP_FILE, ExpertSpec, installed_spec
+from metaworld_x.experts.specs import OWN_CLIP_FILE, ExpertSpec, installed_spec
 
 EVAL_EPISODES = 10
 
@@ -92,7 +92,7 @@ def ship_expert(spec: ExpertSpec, result, out_dir: Path, video: bool = True,
     shipped expert (experts/<skill>) is something a caller asks for.
 
     `initialised_from`: the run a fine-tune started from, recorded in metrics.json so the expert's lineage is known."""
-    from metaworld_x.policy import export_onnx, from_training, save_policy
+    from metaworld_x.experts.policy import export_onnx, from_training, save_policy
 
     final = Path(out_dir)
     staging = final.with_name(f".{final.name}.staging")
@@ -141,7 +141,7 @@ def _props_translucent(model, alpha: float = 0.25):
 
 def load_expert(directory: Path):
     """(PolicyParams, policy spec) of a shipped expert, with a hint when it is missing."""
-    from metaworld_x.policy import load_policy
+    from metaworld_x.experts.policy import load_policy
 
     directory = Path(directory)
     if not (directory / "policy.json").is_file():
@@ -232,7 +232,7 @@ def _evaluate(params, spec: ExpertSpec, task, seed: int, episodes: int, perturb=
     (on the clip) or 1 (from the home pose); phase_zero_fraction 1 puts every clip start at the first frame.
     `perturb`: see `evaluate_expert`."""
     from metaworld_x.envs.perturb import perturbed
-    from metaworld_x.policy import act
+    from metaworld_x.experts.policy import act
 
     task = _with_tracking(task, **starts)
     env = perturbed(make_env(task, episodes, "cpu"), perturb)
@@ -293,7 +293,7 @@ def record_gif(directory: Path, spec: ExpertSpec, path: Path, steps: int | None 
     import imageio.v3 as iio
     import mujoco
 
-    from metaworld_x.policy import act
+    from metaworld_x.experts.policy import act
     from metaworld_x.render import render_frame
 
     params, _ = load_expert(directory)
