@@ -4,8 +4,8 @@
 
 Rows: `import metaworld_x` alone, and with gymnasium (which registers the MetaWorldX/ ids). Each is timed in its
 own fresh interpreter `--runs` times, inside that interpreter (its start-up excluded); the median and the slowest
-are printed with the heavy libraries the import loaded (there should be none: tests/test_cli.py and
-tests/test_gym.py assert that, this script only measures time).
+are printed with the heavy libraries the import loaded (there should be none: tests/cli/test_cli.py and
+tests/envs/test_gym.py assert that, this script only measures time).
 """
 
 import argparse

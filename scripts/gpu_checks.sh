@@ -79,5 +79,5 @@ stage bench_env "${LIMIT_BENCH_ENV:-100}" python3 scripts/bench_env.py --mjx-onl
   --mjx-worlds 1024 "$envs" 16384
 tail -6 "$out/bench_env.log" 2>/dev/null
 
-stage tests "${LIMIT_TESTS:-90}" python3 -m pytest -q -x -p no:cacheprovider tests/test_backends.py
+stage tests "${LIMIT_TESTS:-90}" python3 -m pytest -q -x -p no:cacheprovider tests/envs/test_backends.py
 tail -3 "$out/tests.log" 2>/dev/null

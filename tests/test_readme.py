@@ -46,43 +46,43 @@ HOW_TESTED = (
     (SETUP_PLAY + EXACT, "run here: test_setup_play_command_runs_headless_and_records_a_varied_video"),
     (HEADLINE_PLAY, "run here: test_headline_play_command_records_the_shipped_router_to_a_video"),
     ("metaworld-x play --web", "parsed here; serves until closed: the web viewer in headless Chromium is "
-     "tests/test_play_browser.py"),
+     "tests/play/test_play_browser.py"),
     ("ssh -L", "not run: tunnels to another machine"),
     ("metaworld-x play --expert walk --motion walk", "run, cut to 8 steps, by "
-     "tests/test_play.py::test_the_same_seed_plays_the_same_episode"),
+     "tests/play/test_play.py::test_the_same_seed_plays_the_same_episode"),
     ("metaworld-x play --expert walk --steps 150 --gif", "parsed here; the --expert path with --seed runs in "
-     "tests/test_play.py::test_the_same_seed_plays_the_same_episode"),
+     "tests/play/test_play.py::test_the_same_seed_plays_the_same_episode"),
     ("metaworld-x train expert stand --total-env-steps 200000", "parsed here; minutes of training: the trainer's short runs are "
-     "tests/test_expert_training.py and tests/test_ppo.py"),
+     "tests/experts/test_expert_training.py and tests/training/test_ppo.py"),
     ("metaworld-x eval expert stand --expert-dir runs/tour/stand", "parsed here; needs the tour's trained expert; evaluation: "
-     "tests/test_shipped_experts.py::test_every_shipped_expert_meets_its_recorded_metrics"),
+     "tests/artifacts/test_shipped_experts.py::test_every_shipped_expert_meets_its_recorded_metrics"),
     ("metaworld-x play --expert stand --experts-dir runs/tour", "parsed here; needs the tour's trained expert"),
     ("metaworld-x motion check my_hop.bvh", "parsed here; my_hop.bvh stands for the user's file; each check on a clip "
-     "made to fail it: tests/test_motion_check.py"),
+     "made to fail it: tests/motion/test_motion_check.py"),
     ("metaworld-x train expert hop --clip my_hop.bvh", "parsed here; minutes of training; a short run that eval and play "
-     "load: tests/test_own_motion.py::test_train_expert_with_a_clip_ships_an_expert_that_eval_and_play_load"),
-    ("metaworld-x motion list --report", "run by tests/test_retarget.py::test_cli_list_report_shows_every_clip"),
-    ("metaworld-x motion retarget FILE.bvh", "parsed here; FILE.bvh stands for the user's file; retargeting: tests/test_retarget.py"),
-    ("metaworld-x motion show walk", "parsed here; rendering a clip: tests/test_retarget.py (motion show --video on a short clip)"),
+     "load: tests/experts/test_own_motion.py::test_train_expert_with_a_clip_ships_an_expert_that_eval_and_play_load"),
+    ("metaworld-x motion list --report", "run by tests/motion/test_retarget.py::test_cli_list_report_shows_every_clip"),
+    ("metaworld-x motion retarget FILE.bvh", "parsed here; FILE.bvh stands for the user's file; retargeting: tests/motion/test_retarget.py"),
+    ("metaworld-x motion show walk", "parsed here; rendering a clip: tests/motion/test_retarget.py (motion show --video on a short clip)"),
     ("metaworld-x train expert run --init-from experts/run", "parsed here; minutes of training; starting from a shipped "
-     "policy: tests/test_ppo.py::test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics"),
+     "policy: tests/training/test_ppo.py::test_init_from_a_shipped_policy_keeps_its_network_and_input_statistics"),
     ("metaworld-x train expert walk", "parsed here; 29 minutes of training"),
     ("metaworld-x eval expert walk", "parsed here; evaluating each shipped expert: "
-     "tests/test_shipped_experts.py::test_every_shipped_expert_meets_its_recorded_metrics"),
+     "tests/artifacts/test_shipped_experts.py::test_every_shipped_expert_meets_its_recorded_metrics"),
     ("metaworld-x eval expert hop", "parsed here; needs the trained hop expert; eval loading a short own-motion run: "
-     "tests/test_own_motion.py::test_train_expert_with_a_clip_ships_an_expert_that_eval_and_play_load"),
+     "tests/experts/test_own_motion.py::test_train_expert_with_a_clip_ships_an_expert_that_eval_and_play_load"),
     ("metaworld-x play --expert hop", "parsed here; needs the trained hop expert; play loading a short own-motion run: "
-     "tests/test_own_motion.py::test_train_expert_with_a_clip_ships_an_expert_that_eval_and_play_load"),
+     "tests/experts/test_own_motion.py::test_train_expert_with_a_clip_ships_an_expert_that_eval_and_play_load"),
     ("JAX_COORDINATOR_ADDRESS=127.0.0.1:1234 JAX_NUM_PROCESSES=2", "two processes on one machine, cut to 3 iterations: "
-     "tests/test_distributed.py::test_two_processes_train_as_one_process_with_two_devices"),
+     "tests/training/test_distributed.py::test_two_processes_train_as_one_process_with_two_devices"),
     ("srun ", "not run: needs a SLURM cluster; the coordinates it sets: "
-     "tests/test_distributed.py::test_the_coordinates_come_from_the_environment_or_a_clear_error"),
-    ("metaworld-x train router", "parsed here; about 20 minutes: tests/test_router_pipeline.py runs a short one"),
-    ("metaworld-x eval router", "parsed here; run by tests/test_router_pipeline.py"),
+     "tests/training/test_distributed.py::test_the_coordinates_come_from_the_environment_or_a_clear_error"),
+    ("metaworld-x train router", "parsed here; about 20 minutes: tests/routing/test_router_pipeline.py runs a short one"),
+    ("metaworld-x eval router", "parsed here; run by tests/routing/test_router_pipeline.py"),
     ("metaworld-x eval scripted", "parsed here; run, cut to 5 steps, by "
-     "tests/test_sequences.py::test_eval_scripted_plays_the_state_machine_and_reports_the_handovers"),
-    ("python:gymnasium-tour", "run by tests/test_gym.py::test_readme_gymnasium_example_drives_the_walk_expert"),
-    ("python:gymnasium-environments", "covered by tests/test_gym.py (make with rgb_array, reset, step, make_vec)"),
+     "tests/routing/test_sequences.py::test_eval_scripted_plays_the_state_machine_and_reports_the_handovers"),
+    ("python:gymnasium-tour", "run by tests/envs/test_gym.py::test_readme_gymnasium_example_drives_the_walk_expert"),
+    ("python:gymnasium-environments", "covered by tests/envs/test_gym.py (make with rgb_array, reset, step, make_vec)"),
 )
 
 

@@ -6,7 +6,7 @@ shoulder at chest height. Targets are drawn around where the clip holds that
 hand, relative to the robot's start at the origin facing +x: a policy held
 to the clip within ε = 6 cm (mean over 17 keypoints) can bend or stretch its
 arm, not go somewhere else. With a different clip, move the box to that
-clip's hand (tests/test_expert_clips_fit_their_tasks.py checks it).
+clip's hand (tests/experts/test_expert_clips_fit_their_tasks.py checks it).
 """
 
 from dataclasses import dataclass, field

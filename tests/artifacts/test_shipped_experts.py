@@ -1,7 +1,7 @@
 """The shipped expert library in experts/: each expert meets the goals its metrics.json records, checked
 against a fresh evaluation; and the spec rules that keep those goals honest.
 
-Apart from tests/test_expert_training.py (training, resume, shipping on tiny runs) because these evaluations are
+Apart from tests/experts/test_expert_training.py (training, resume, shipping on tiny runs) because these evaluations are
 the slowest part of the suite: a file of their own lets `pytest -n 2` run them beside everything else.
 """
 

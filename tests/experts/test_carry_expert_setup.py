@@ -152,7 +152,7 @@ def test_box_velocities_are_the_derivatives_of_its_path():
 
 
 def test_the_box_sits_square_between_the_hands_unlike_the_raw_object_pose():
-    """The held box of a clip without a fitted grip (carry: the take from 1.8 s); pickup_carry's is tests/test_grip.py."""
+    """The held box of a clip without a fitted grip (carry: the take from 1.8 s); pickup_carry's is tests/motion/test_grip.py."""
     clip = load_clip(MOTIONS_DIR / "carry.npz")
     track = held_object(clip)
     hands = [clip.keypoint_pos[:, clip.keypoint_names.index(h)] for h in HANDS]

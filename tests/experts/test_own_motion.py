@@ -16,7 +16,7 @@ from metaworld_x.motion.clip import save_clip
 from metaworld_x.experts.own_motion import derive_settings
 from metaworld_x.paths import MOTIONS_DIR
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the tests folder, with the helper modules
 from robot_clips import clip_from_poses, home_joints, joint, poses  # noqa: E402
 
 

@@ -17,7 +17,7 @@ from metaworld_x.training.config import PPOConfig, RunOptions
 from metaworld_x.training.runlog import HISTORY_FILE
 from metaworld_x.training.train import make_train
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the tests folder, with the helper modules
 from point_mass import PointMassEnv  # noqa: E402
 
 # one checkpoint per iteration of 32 steps; 3 iterations in all

@@ -24,7 +24,7 @@ from metaworld_x.training.losses import LossSettings, Rollout, clipped_surrogate
 from metaworld_x.training.networks import init_params, make_networks
 from metaworld_x.training.train import make_train
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the tests folder, with the helper modules
 from no_training import act_without_training  # noqa: E402
 from point_mass import PointMassEnv  # noqa: E402
 
@@ -524,7 +524,7 @@ def test_two_devices_equal_one_device_at_same_global_batch():
     script = textwrap.dedent(
         f"""
         import sys, jax, numpy as np
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
         from point_mass import PointMassEnv
         from metaworld_x.training.config import PPOConfig, RunOptions
         from metaworld_x.training.train import make_train

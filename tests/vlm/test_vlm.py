@@ -15,10 +15,9 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 from tiny_vlm import save_tiny_vlm  # noqa: E402
 
 from metaworld_x.errors import UserError  # noqa: E402
+from metaworld_x.experts.catalog import DEFAULT_CATALOG, ExpertCatalog  # noqa: E402
 from metaworld_x.vlm import (  # noqa: E402
-    DEFAULT_CATALOG,
     CachedScorer,
-    ExpertCatalog,
     ExpertScores,
     PriorFallbackWarning,
     make_scorer,

@@ -16,7 +16,7 @@ from metaworld_x.experts.training import evaluate_expert, ship_expert, train_exp
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.training import checkpoint
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the tests folder, with the helper modules
 from no_training import act_without_training  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")

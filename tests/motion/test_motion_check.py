@@ -13,7 +13,7 @@ from metaworld_x.motion.clip import save_clip
 from metaworld_x.motion.support import support_trace
 from metaworld_x.robot import robot_spec
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the tests folder, with the helper modules
 from robot_clips import clip_from_poses, joint, poses  # noqa: E402
 
 
