@@ -11,7 +11,20 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from metaworld_x.training.config import PPOConfig, RunOptions
+
 HORIZON = 50
+
+# A PPO run that trains the point mass in seconds: six iterations, a checkpoint every three.
+SMALL = PPOConfig(
+    num_envs=32, unroll_length=8, num_minibatches=4, num_epochs=2, total_env_steps=32 * 8 * 6,
+    eval_every=0, checkpoint_every=3, policy_hidden=(16,), value_hidden=(16,),
+)
+
+
+def quiet(**options) -> RunOptions:
+    """Run options without a progress bar or TensorBoard files."""
+    return RunOptions(progress=False, tensorboard=False, **options)
 
 
 @struct.dataclass
