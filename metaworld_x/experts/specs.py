@@ -97,6 +97,24 @@ class ExpertSpec:
         if self.eval_episode_length is not None and self.eval_episode_length < 1:
             raise UserError(f"eval_episode_length must be at least 1 step (or None for the training length), got"
                             f" {self.eval_episode_length}")
+        self._check_overrides()
+
+    def _check_overrides(self) -> None:
+        """A misspelt tracking or objective setting fails here, when the spec is made, not when training starts."""
+        from metaworld_x.envs.task import with_overrides
+        from metaworld_x.envs.tasks import TASKS
+        from metaworld_x.envs.tasks.tracking import TrackingConfig
+
+        try:
+            with_overrides(TrackingConfig(), self.tracking)
+            if self.objective is not None:
+                if self.objective not in TASKS:
+                    raise UserError(f"unknown objective task {self.objective!r}; tasks: {', '.join(TASKS)}")
+                with_overrides(TASKS[self.objective].Config(), self.objective_overrides)
+            elif self.objective_overrides:
+                raise UserError("objective settings without an objective task")
+        except UserError as error:
+            raise UserError(f"expert spec {self.skill!r}: {error}") from None
 
     def shortfalls(self, metrics: dict) -> list[str]:
         """The quality goals a `evaluate_expert` result misses, each as one phrase (empty: all met)."""
