@@ -7,6 +7,20 @@ from typing import Annotated, Literal, Union
 
 import tyro
 
+from metaworld_x.cli.overrides import overrides_of
+
+# `train expert`'s PPO options: each spec has its own PPO settings (metaworld_x/experts/specs.py), which these replace.
+PPO_OVERRIDES = overrides_of(
+    "PPOOverrides", {"": ("metaworld_x.training.config", "PPOConfig")},
+    ("total_env_steps", "num_envs", "num_minibatches", "unroll_length", "eval_every", "learning_rate", "desired_kl",
+     "backend", "seed"), hint="(default: the spec's)")
+# `train router`'s budget: one task's router (RouterTrainConfig), or with --all the one router (AllTasksConfig).
+ROUTER_BUDGET = overrides_of(
+    "RouterBudget", {"": ("metaworld_x.routing.pipeline", "RouterTrainConfig"),
+                     "--all": ("metaworld_x.routing.all_tasks", "AllTasksConfig")},
+    ("num_worlds", "collect_steps", "wm_steps", "prior_fit_updates", "imagination_updates", "finetune_rounds",
+     "finetune_steps", "finetune_wm_steps", "finetune_updates", "eval_episodes", "eval_steps"))
+
 
 @dataclass(frozen=True)
 class TrainExpert:
@@ -22,26 +36,8 @@ class TrainExpert:
     describe: str | None = None
     """With --clip: the expert's one-line description, which the router's language prior reads (e.g. "a two-footed
     hop"); default the name's words."""
-    total_env_steps: int | None = None
-    """Override the spec's step budget (e.g. for a short trial run)."""
-    num_envs: int | None = None
-    """Override the number of parallel simulations."""
-    num_minibatches: int | None = None
-    """Override the minibatches per epoch (keep num_envs x unroll / minibatches, the minibatch size, when scaling
-    num_envs up on a GPU)."""
-    unroll_length: int | None = None
-    """Override the steps each simulation runs per iteration (with num_envs scaled up by the same factor, an
-    iteration keeps its number of samples: on the CPU, 4096 worlds x 10 steps met walk's goals at 9.0M steps
-    where 2048 x 20 did at 8.2M; README, Performance)."""
-    eval_every: int | None = None
-    """Override how often (in iterations) the periodic evaluation runs; 0 turns it off."""
-    learning_rate: float | None = None
-    """Override the spec's Adam step size (a fine-tune from a shipped expert is steadier at 1e-4 than at 3e-4)."""
-    desired_kl: float | None = None
-    """Adapt the step size after every update toward this KL between the policies before and after it (e.g.
-    0.01; docs/design-notes.md)."""
-    backend: Literal["cpu", "mjx"] | None = None
-    """Physics backend; default: the spec's (cpu: mujoco.batch; mjx: GPU)."""
+    ppo: Annotated[PPO_OVERRIDES, tyro.conf.OmitArgPrefixes] = PPO_OVERRIDES()
+    """PPO settings that override the spec's (PPOConfig)."""
     run_dir: Path | None = None
     """Checkpoints, metrics, TensorBoard and curve; default runs/<skill>."""
     resume: bool = False
@@ -53,8 +49,6 @@ class TrainExpert:
     multiplier and step count, with fresh environments. For fine-tuning under changed task settings (home starts).
     Or a shipped expert's folder (experts/SKILL): its policy and input statistics, with fresh critics that train
     alone for 30 iterations and λ where its training left it (if recorded), when the run folder is gone."""
-    seed: int | None = None
-    """Override the spec's seed."""
     max_minutes: float | None = None
     """Stop training after this many minutes from the command's start (imports and compilation included), with a
     checkpoint, then ship what was trained; `--resume` continues the run later."""
@@ -108,13 +102,7 @@ class TrainExpert:
 
     def _plan(self):
         """(spec, run folder, where to ship) of the run the options describe, refused before any work where wrong."""
-        overrides = {
-            k: v for k, v in (("total_env_steps", self.total_env_steps), ("num_envs", self.num_envs),
-                              ("num_minibatches", self.num_minibatches), ("unroll_length", self.unroll_length),
-                              ("eval_every", self.eval_every),
-                              ("learning_rate", self.learning_rate), ("desired_kl", self.desired_kl),
-                              ("backend", self.backend), ("seed", self.seed)) if v is not None
-        }
+        overrides = self.ppo.given()
         run_dir = self.run_dir or Path("runs") / self.skill
         out = self.out or run_dir / "expert"
         if self.clip is not None:
@@ -165,8 +153,8 @@ class TrainExpert:
         from metaworld_x.atomic import check_writable
         from metaworld_x.errors import UserError
 
-        if self.eval_every is not None and self.eval_every < 0:
-            raise UserError(f"--eval-every must be 0 (off) or more iterations, got {self.eval_every}")
+        if self.ppo.eval_every is not None and self.ppo.eval_every < 0:
+            raise UserError(f"--eval-every must be 0 (off) or more iterations, got {self.ppo.eval_every}")
         if self.max_minutes is not None and self.max_minutes <= 0:
             raise UserError(f"--max-minutes must be positive, got {self.max_minutes}")
         check_writable(run_dir, "--run-dir", folder=True)
@@ -207,28 +195,8 @@ class TrainRouter:
     leave_one_out: tuple[str, ...] | None = None
     """With --all --ablations: task:expert pairs, each a router trained on the task alone without that expert;
     default fetch:carry door:door push:push."""
-    num_worlds: int | None = None
-    """Parallel simulations while collecting (per task with --all); default 32 (--all: 10)."""
-    collect_steps: int | None = None
-    """Control steps per world of the expert rollouts; default 300."""
-    wm_steps: int | None = None
-    """World-model gradient steps on the expert data; default 3000 (--all: 4000)."""
-    imagination_updates: int | None = None
-    """Router updates in imagination before fine-tuning; default 600."""
-    finetune_rounds: int | None = None
-    """Rounds of real router rollouts + world-model updates + imagination; default 2 (--all: 1)."""
-    finetune_steps: int | None = None
-    """Control steps per world per fine-tune round; default 150 (--all: 100)."""
-    finetune_wm_steps: int | None = None
-    """World-model gradient steps per fine-tune round; default 500 (--all: 1000)."""
-    finetune_updates: int | None = None
-    """Imagination updates per fine-tune round; default 200 (--all: 300)."""
-    prior_fit_updates: int | None = None
-    """With --all: supervised updates fitting the router to every task's prior first; default 1500."""
-    eval_episodes: int | None = None
-    """Seeded evaluation episodes (per task with --all); default 10."""
-    eval_steps: int | None = None
-    """Steps per evaluation episode; default the task's episode length."""
+    budget: Annotated[ROUTER_BUDGET, tyro.conf.OmitArgPrefixes] = ROUTER_BUDGET()
+    """How much is collected, trained and evaluated (RouterTrainConfig; with --all, AllTasksConfig)."""
     seed: int = 0
     """Seed of collection, training and evaluation."""
     fast_compile: bool = False
@@ -241,12 +209,6 @@ class TrainRouter:
     default $METAWORLD_X_CACHE/vlm, else ~/.cache/metaworld_x/vlm."""
     vlm_trust_remote_code: bool = False
     """Let transformers run the code that --vlm's model ships with (only for a model you trust)."""
-
-    _BUDGET = ("num_worlds", "collect_steps", "wm_steps", "imagination_updates", "finetune_rounds", "finetune_steps",
-               "finetune_wm_steps", "finetune_updates", "eval_episodes", "eval_steps")
-
-    def _overrides(self, names) -> dict:
-        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
     def config(self):
         from dataclasses import replace
@@ -263,13 +225,12 @@ class TrainRouter:
             extra = {"tasks": self.tasks} if self.tasks else {}
             if self.leave_one_out is not None:
                 extra["leave_one_out"] = self.leave_one_out
-            extra.update(self._overrides(("prior_fit_updates",)))
         else:
-            if self.tasks or self.prior_fit_updates is not None or self.leave_one_out is not None:
+            if self.tasks or self.budget.prior_fit_updates is not None or self.leave_one_out is not None:
                 raise UserError("--tasks, --prior-fit-updates and --leave-one-out apply to the one router of --all; add --all")
             extra = {"task": self.task or base.task, "ablations": self.ablations}
         return replace(
-            base, **extra, **self._overrides(self._BUDGET), seed=self.seed,
+            base, **extra, **self.budget.given(), seed=self.seed,
             world_model=replace(base.world_model, fast_compile=self.fast_compile, seed=self.seed),
             router=replace(base.router, fast_compile=self.fast_compile, seed=self.seed, vlm=self.vlm,
                            vlm_trust_remote_code=self.vlm_trust_remote_code),
@@ -285,7 +246,7 @@ class TrainRouter:
         from metaworld_x.routing.pipeline import run_pipeline
 
         for name in ("finetune_steps", "eval_steps"):  # the ones the configs leave to the pipeline
-            if (value := getattr(self, name)) is not None and value < 1:
+            if (value := getattr(self.budget, name)) is not None and value < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
         config = self.config()
         check_writable(self.run_dir, "--run-dir", folder=True)

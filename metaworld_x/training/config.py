@@ -16,15 +16,17 @@ class PPOConfig:
     num_envs: int = 1024
     """Parallel simulations used for collection."""
     unroll_length: int = 20
-    """Control steps each simulation runs between updates."""
+    """Control steps each simulation runs between updates. With num_envs scaled up by the same factor, an iteration
+    keeps its samples: on the CPU, 4096 worlds x 10 steps met walk's goals at 9.0M steps where 2048 x 20 did at 8.2M."""
     num_minibatches: int = 8
-    """Minibatches per epoch; they split the simulations, so num_envs must be a multiple of it."""
+    """Minibatches per epoch; they split the simulations, so num_envs must be a multiple of it. Scaling num_envs up
+    on a GPU, scale this too to keep the minibatch size."""
     num_epochs: int = 4
     """Passes over each collected batch."""
     total_env_steps: int = 5_000_000
     """Training budget in environment (control) steps, over all simulations."""
     learning_rate: float = 3e-4
-    """Adam step size (the first one, with `desired_kl`)."""
+    """Adam step size (the first one, with `desired_kl`). A fine-tune from a shipped expert is steadier at 1e-4."""
     desired_kl: float | None = None
     """Adapt the step size after every update toward this approximate KL between the policies before and after
     it (`adaptive_lr`; rsl_rl uses 0.01). None: a fixed step size."""

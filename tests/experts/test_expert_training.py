@@ -110,10 +110,11 @@ def test_the_periodic_evaluation_runs_whole_episodes_so_that_success_can_be_reac
 
 
 def test_the_train_command_passes_its_overrides_to_the_run_and_counts_its_setup(tmp_path):
-    from metaworld_x.cli.train import TrainExpert
+    from metaworld_x.cli import main
 
-    TrainExpert(skill="walk", num_envs=8, unroll_length=4, num_minibatches=2, total_env_steps=8 * 4 * 2,
-                eval_every=0, run_dir=tmp_path / "run", ship=False).run()
+    assert main(["train", "expert", "walk", "--num-envs", "8", "--unroll-length", "4", "--num-minibatches", "2",
+                   "--total-env-steps", str(8 * 4 * 2), "--eval-every", "0", "--run-dir", str(tmp_path / "run"),
+                   "--no-ship"]) == 0
     meta = checkpoint.read_meta(checkpoint.latest(tmp_path / "run" / "checkpoints"))
     config = meta["config"]
     assert (config["num_envs"], config["unroll_length"], config["num_minibatches"]) == (8, 4, 2)
