@@ -101,6 +101,28 @@ def torso_upright(view: PhysicsView):
     return 1 - 2 * (x * x + y * y)
 
 
+# On its feet: the H1 seated on the chair scene's chair holds its head at about 1.5 m,
+# so the head alone cannot tell sitting from standing; its pelvis is at 0.75 m there, and at 0.94 m or more walking.
+# Nor can the pelvis tell a robot standing from one propped against the chair behind it, the pelvis over the seat
+# and the feet out in front: the centre of mass can (over the feet standing, 0.2 m or more behind them propped).
+ON_FEET_HEAD_HEIGHT = 1.45
+ON_FEET_PELVIS_HEIGHT = 0.9
+ON_FEET_COM_OFFSET = 0.12
+
+
+def com_off_feet(view: PhysicsView):
+    """Horizontal distance (m) from the centre of mass to the midpoint of the two soles."""
+    feet = 0.5 * (view.site("left_foot")[:2] + view.site("right_foot")[:2])
+    return jnp.linalg.norm(view.com_pos[:2] - feet)
+
+
+def on_feet(view: PhysicsView):
+    """Standing up on its own feet: head above ON_FEET_HEAD_HEIGHT, pelvis above ON_FEET_PELVIS_HEIGHT (not
+    seated), the centre of mass within ON_FEET_COM_OFFSET of the feet (not propped up), torso upright."""
+    return ((head_height(view) > ON_FEET_HEAD_HEIGHT) & (view.root_pos[2] > ON_FEET_PELVIS_HEIGHT)
+            & (com_off_feet(view) < ON_FEET_COM_OFFSET) & (torso_upright(view) > 0.9))
+
+
 def standing(view: PhysicsView, height: float = STAND_HEIGHT):
     return tolerance(head_height(view), bounds=(height, INF), margin=height / 4)
 

@@ -127,14 +127,17 @@ def test_rise_succeeds_standing_and_turn_succeeds_facing_back():
 
     from metaworld_x.envs.physics_view import view_from_mjx
 
-    for name, turned in (("rise", False), ("turn", False), ("turn", True)):
+    for name, turned, seated in (("rise", False, False), ("rise", False, True), ("turn", False, False),
+                                 ("turn", True, False)):
         task = make_task(name)
         compiled = CompiledTask.build(task)
         data = mujoco.MjData(compiled.model)
         mujoco.mj_resetDataKeyframe(compiled.model, data, 0)  # the home pose: standing, facing +x
         if turned:
             data.qpos[3:7] = (0.0, 0.0, 0.0, 1.0)  # facing -x
+        if seated:
+            data.qpos[: len(seated_qpos())] = seated_qpos()  # on the chair as sit ends
         mujoco.mj_forward(compiled.model, data)
         view = view_from_mjx(mjx.put_data(compiled.model, data), compiled.statics.layout)
-        assert bool(task.success(view, {})) is (name == "rise" or turned), (name, turned)
+        assert bool(task.success(view, {})) is ((name == "rise" and not seated) or turned), (name, turned, seated)
         assert float(heading_off(view.root_quat)) == pytest.approx(0.0 if turned else math.pi, abs=1e-5)

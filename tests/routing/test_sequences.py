@@ -25,14 +25,16 @@ def _view(name):
     return env.task, jax.tree.map(lambda x: np.array(x[0]), state.data.view)
 
 
-def _moved(view, root=None, com_vel=None, sites=None):
-    """`view` with the robot's root at `root` [3], its centre of mass moving at `com_vel` [3], sites moved {name: pos}."""
+def _moved(view, root=None, com_vel=None, sites=None, com=None):
+    """`view` with the robot's root at `root` [3], its centre of mass at `com` [3] moving at `com_vel` [3], sites
+    moved {name: pos}."""
     qpos, site_pos = view.qpos.copy(), view.site_pos.copy()
     if root is not None:
         qpos[:3] = root
     for name, pos in (sites or {}).items():
         site_pos[view.layout.sites.index(name)] = pos
-    return view.replace(qpos=qpos, site_pos=site_pos, com_vel=np.asarray(com_vel if com_vel is not None else view.com_vel))
+    return view.replace(qpos=qpos, site_pos=site_pos, com_vel=np.asarray(com_vel if com_vel is not None else view.com_vel),
+                        com_pos=np.asarray(com if com is not None else view.com_pos))
 
 
 class WalkStopReach(Sequence):
@@ -82,9 +84,23 @@ def test_rise_walk_starts_seated_and_needs_standing_held_before_the_walk_counts(
     task, view = _view("rise_walk")
     assert view.root_pos[2] < 0.9, "the episode starts seated on the chair"
     walked = task.subgoals[1].point[0]
-    standing = _moved(view, root=(0.0, 0.0, 1.0), sites={"head": (0.0, 0.0, 1.7)})
+    feet = 0.5 * (view.site("left_foot") + view.site("right_foot"))
+    standing = _moved(view, root=(feet[0], 0.0, 1.0), sites={"head": (feet[0], 0.0, 1.7)}, com=(feet[0], feet[1], 0.9))
     out_there = _moved(standing, root=(walked + 0.1, 0.0, 1.0), sites={"head": (walked + 0.1, 0.0, 1.7)})
+    propped = _moved(standing, com=(feet[0] - 0.25, feet[1], 0.9))  # pelvis up, leaning back on the chair
     info = task.reset_info(jax.random.PRNGKey(0))
+    # seated and sitting up straight, the H1's head rises past 1.45 m (1.43 m as the sit clip ends)
+    sitting_up = _moved(view, root=tuple(float(x) for x in view.root_pos), sites={"head": (0.0, 0.0, 1.55)})
+    for _ in range(task.config.hold_steps + 1):
+        info = task.advance(sitting_up, info)
+    assert int(info["phase"]) == 0, "seated is not standing, however high the head"
+    for _ in range(task.config.hold_steps + 1):
+        info = task.advance(propped, info)
+    assert int(info["phase"]) == 0, "propped against the chair, the centre of mass behind the feet, is not standing"
+    rising = _moved(standing, com_vel=(0.0, 0.0, 0.3))
+    for _ in range(task.config.hold_steps + 1):
+        info = task.advance(rising, info)
+    assert int(info["phase"]) == 0, "still rising is not standing yet"
     info = task.advance(out_there, info)
     assert int(info["phase"]) == 0, "3 m ahead before standing up counts for nothing"
     for _ in range(task.config.hold_steps):
