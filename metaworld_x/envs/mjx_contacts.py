@@ -16,6 +16,7 @@ import contextlib
 import threading
 
 import jax.numpy as jnp
+import numpy as np
 from mujoco.mjx._src import collision_driver  # private: MJX's table of pair functions
 from mujoco.mjx._src import math as mjx_math
 from mujoco.mjx._src.collision_convex import collider
@@ -25,7 +26,7 @@ MAX_CONTACTS = 4
 INACTIVE_DISTANCE = 1.0  # metres: what MJX writes for a contact slot that is not in use
 
 # the box's corners in mjc_PlaneBox's order: bit 0 picks x, bit 1 y, bit 2 z
-_CORNER_SIGNS = jnp.asarray([[1 if i & b else -1 for b in (1, 2, 4)] for i in range(8)], jnp.float32)
+_CORNER_SIGNS = np.asarray([[1 if i & b else -1 for b in (1, 2, 4)] for i in range(8)], np.float32)  # NumPy: no JAX on import
 
 
 def _plane_box(plane, box):

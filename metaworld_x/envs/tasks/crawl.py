@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 
 import jax.numpy as jnp
+import numpy as np
 
 from metaworld_x.envs.rewards import move, small_control, tolerance
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig
@@ -10,7 +11,9 @@ from metaworld_x.scene.props import TUNNEL_WIDTH
 
 CRAWL_HEIGHT = 0.8  # m: head and torso height HumanoidBench rewards, ±0.2
 # The pelvis orientation of a crawl, pitched forward about 80 degrees.
-CRAWL_PELVIS_QUAT = jnp.asarray([0.75, 0.0, 0.65, 0.0])
+# NumPy, not JAX: a JAX array made on import starts the backend, and `train expert --distributed` must join its
+# processes before that
+CRAWL_PELVIS_QUAT = np.asarray([0.75, 0.0, 0.65, 0.0], np.float32)
 
 
 @dataclass(frozen=True)
