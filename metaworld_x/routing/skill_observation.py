@@ -12,8 +12,8 @@ is being tracked, so each expert gets
   expressed relative to the clip's frame at t (horizontal root position and
   yaw) and placed at the robot's current horizontal root position and yaw.
   Heights are left as the clip has them, exactly as in training.
-  The exception is an expert whose clip moves props (push's box, the door)
-  in a scene that lays them out as its own training scene does, with the
+  The exception is an expert whose clip moves props (push's box, the door),
+  or starts on one (rise, seated on the chair), in a scene that lays them out as its own training scene does, with the
   robot starting where the clip starts (`clip_in_place`): there the clip is
   where the props are, so it sees the clip in place, as it did in training.
   Re-anchored, the door expert's reference drifts with every step it falls
@@ -135,7 +135,8 @@ def objects_present(model, task) -> bool:
 
 
 def clip_in_place(model, tracking, start_time: float, tolerance: float = 0.02) -> bool:
-    """Whether `tracking`'s clip belongs in place in compiled scene `model`: the clip moves props, every prop
+    """Whether `tracking`'s clip belongs in place in compiled scene `model`: it plays in place (it moves props, or
+    starts on one where another clip leaves the robot: `TrackingConfig.plays_in_place`), every prop
     of the expert's own training scene stands at the same place in `model`, and the robot's starting root
     (model.key_qpos[0]) is within `tolerance` (m, horizontally) of the clip's root at `start_time`."""
     import mujoco
@@ -143,7 +144,7 @@ def clip_in_place(model, tracking, start_time: float, tolerance: float = 0.02) -
 
     from metaworld_x.robot.parts import robot_bodies
 
-    if not tracking.config.moves_props:  # nothing to be in place with
+    if not tracking.config.plays_in_place:  # nothing to be in place with
         return False
     own = tracking.build_model()
     if np.linalg.norm(model.key_qpos[0][:2] - np.asarray(frame_at(tracking.reference, 0, start_time).root_pos)[:2]) > tolerance:

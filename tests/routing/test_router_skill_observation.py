@@ -171,3 +171,17 @@ def test_in_place_the_expert_observation_equals_its_tracking_observation_after_t
 
     np.testing.assert_allclose(ours(True), theirs, atol=1e-5)
     assert not np.allclose(ours(False), theirs, atol=1e-3)
+
+
+def test_rise_plays_in_place_where_rise_walk_seats_the_robot_and_nowhere_else():
+    """Re-anchored at every step, the rise clip's slide forward on the seat is never ahead of the robot; where
+    the scene seats the robot as the clip starts, on its own chair, the clip is shown where it has it."""
+    from metaworld_x.envs.tasks import make_task
+    from metaworld_x.routing.skill_observation import clip_in_place
+
+    rise, walk = expert_task(expert_spec("rise")), expert_task(expert_spec("walk"))
+    assert rise.config.plays_in_place and not walk.config.plays_in_place
+    seated_start = make_task("rise_walk").build_model()
+    assert clip_in_place(seated_start, rise, 0.0)
+    assert not clip_in_place(seated_start, walk, 0.0)
+    assert not clip_in_place(make_task("walk_sit").build_model(), rise, 0.0), "the robot starts standing there"

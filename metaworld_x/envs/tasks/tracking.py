@@ -196,6 +196,14 @@ class TrackingConfig(TaskConfig):
         return bool(self.object_joint or self.clip_props)
 
     @property
+    def plays_in_place(self) -> bool:
+        """Whether the clip is tied to where the scene's props stand, and so is shown where it has them, never
+        re-anchored onto the robot: it moves them (a box, a door), or it starts where another clip leaves the robot
+        on one (rise, from the seat sit ends on). Re-anchored at every step, the rise clip's slide forward on the
+        seat was never ahead of the robot: its expert stood the pelvis up against the chair's back instead."""
+        return self.moves_props or self.handover_in_place
+
+    @property
     def home_starts_possible(self) -> bool:
         """Whether an episode may start from the home pose. With props from the clip, only at a named
         `home_start_time`: reset puts them in the clip's state then (the box untouched on the floor) around the
@@ -452,10 +460,10 @@ class Tracking(Task):
         The re-anchoring is the router's (`reference.reanchor`), step by step, so
         a home-start episode is what an expert lives through inside a router: its
         clip always starts from where it stands, and only its pose, height and
-        speed can be off, never where it has got to. Not for a clip that moves
-        props: its box lies where the clip has it, and a router plays such a
-        clip in place, in a scene laid out as its own (`clip_in_place`)."""
-        if self.config.moves_props:
+        speed can be off, never where it has got to. Not for a clip played in
+        place (`TrackingConfig.plays_in_place`): its props lie where the clip has
+        them, and a router plays it so, in a scene laid out as its own (`clip_in_place`)."""
+        if self.config.plays_in_place:
             return lambda frame: frame
         if self.config.home_anchor == "once":
             source, destination = self._home_anchor
