@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 import mujoco
+import numpy as np
 
 from metaworld_x.envs.observations import privileged_physics, proprioception
 from metaworld_x.envs.physics_view import PhysicsView
@@ -142,6 +143,11 @@ class Task:
     def reset_info(self, rng: jax.Array) -> Info:
         """Task variables drawn at reset (targets, commands); none by default."""
         return {}
+
+    def start_root(self, model: mujoco.MjModel) -> np.ndarray:
+        """[3] where the robot's root starts in `model`, before reset noise: the home keyframe's (a task that
+        starts elsewhere, seated, says so)."""
+        return np.asarray(model.key_qpos[0][:3])
 
     def reset_physics(self, rng: jax.Array, home: PhysicsInit, info: Info) -> PhysicsInit:
         """The reset distribution: home pose with uniform noise on the robot's joints."""

@@ -181,7 +181,8 @@ def test_rise_plays_in_place_where_rise_walk_seats_the_robot_and_nowhere_else():
 
     rise, walk = expert_task(expert_spec("rise")), expert_task(expert_spec("walk"))
     assert rise.config.plays_in_place and not walk.config.plays_in_place
-    seated_start = make_task("rise_walk").build_model()
-    assert clip_in_place(seated_start, rise, 0.0)
-    assert not clip_in_place(seated_start, walk, 0.0)
-    assert not clip_in_place(make_task("walk_sit").build_model(), rise, 0.0), "the robot starts standing there"
+    rise_walk, walk_sit = make_task("rise_walk"), make_task("walk_sit")
+    seated, standing = rise_walk.build_model(), walk_sit.build_model()
+    assert clip_in_place(seated, rise, 0.0, start_root=rise_walk.start_root(seated))
+    assert not clip_in_place(seated, walk, 0.0, start_root=rise_walk.start_root(seated))
+    assert not clip_in_place(standing, rise, 0.0, start_root=walk_sit.start_root(standing)), "it starts standing there"

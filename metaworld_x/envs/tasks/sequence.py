@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import jax.numpy as jnp
+import numpy as np
 
-from metaworld_x.envs.compiled import HOME_KEYFRAME
 from metaworld_x.envs.observations import relative_to_robot
 from metaworld_x.envs.rewards import ON_FEET_PELVIS_HEIGHT, closeness, on_feet, stance, tolerance, torso_upright
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig, perturb_robot
@@ -150,15 +150,15 @@ class Sequence(Task):
             info.update(target=jnp.asarray(touch[0].point, jnp.float32), touched=jnp.zeros((), bool))
         return info
 
-    def build_spec(self, robot_path=None):
-        spec = super().build_spec(robot_path)
+    def start_root(self, model) -> np.ndarray:
         if self.start == "seated":
-            # the starting pose is the scene's home keyframe, where every reset and a router's experts read it
-            key = spec.keys[HOME_KEYFRAME]
-            key.qpos = [*seated_qpos(), *list(key.qpos)[len(seated_qpos()):]]
-        return spec
+            return np.asarray(seated_qpos()[:3])
+        return super().start_root(model)
 
     def reset_physics(self, rng, home, info):
+        if self.start == "seated":
+            seated = jnp.asarray(seated_qpos(), jnp.float32)
+            home = home.replace(qpos=home.qpos.at[: seated.size].set(seated))
         init = perturb_robot(rng, home, self.config.reset_noise)
         if "target" in info:  # the scene's one mocap body shows the target
             init = init.replace(mocap_pos=init.mocap_pos.at[0].set(info["target"]))
