@@ -144,6 +144,36 @@ until its expert is retrained), `curve.png` and `rollout.gif`. The tests evaluat
 to these figures. What was learnt on the way is in [`docs/design-notes.md`](../docs/design-notes.md)."""
 
 
+def _robustness_cell(cell: dict) -> str:
+    """"10/10" from the clip, with " · home 9/10" where home starts were measured."""
+    clip, home = cell.get("clip"), cell.get("home")
+    return ratio(clip) + (f" · home {ratio(home)}" if home else "")
+
+
+def robustness_section(audit: dict, installed: list[str]) -> str:
+    """The table of `python scripts/audit_robustness.py`'s JSON: one row per installed expert it measured, one
+    column per suite, and the largest shove each locomotion expert survives in 9 of 10 episodes."""
+    suites = list(audit["suites"])
+    rows = ["| skill | " + " | ".join(suites) + " | largest shove survived (clip · home) |",
+            "|---|" + "---|" * len(suites) + "---|"]
+    pushes = audit.get("max_push_m_s") or {}
+    for skill in installed:
+        if skill not in audit["experts"]:
+            rows.append(f"| {skill} | " + " | ".join("not measured" for _ in suites) + " | |")
+            continue
+        shove = " · ".join(f"{pushes[start][skill]['survives']:.2f} m/s" for start in ("clip", "home")
+                           if skill in pushes.get(start, {}))
+        rows.append(f"| {skill} | " + " | ".join(_robustness_cell(audit["experts"][skill][s]) for s in suites)
+                    + f" | {shove or '—'} |")
+    legend = "; ".join(f"`{name}`: {'all of these at once' if name == 'all' else what}"
+                       for name, what in audit["suites"].items())
+    commands = ", ".join(f"`{c}` ({part})" for part, c in (audit.get("commands") or {}).items())
+    return "\n\n".join([
+        "## Robustness", f"Success under each perturbation suite ({legend}). Seed {audit['seed']},"
+        f" {audit['episodes']} episodes per cell, from the clip and (\"home\") from the home pose; {audit['machine']};"
+        f" made by {commands} (`experts/robustness.json`).", "\n".join(rows)])
+
+
 def experts_readme(experts_dir: Path, motions_dir: Path) -> str:
     folders = artifact_folders(experts_dir)
     rows = ["| skill | success | from the home pose | tracking error | return per 1000 steps | training |",
@@ -159,4 +189,6 @@ def experts_readme(experts_dir: Path, motions_dir: Path) -> str:
     cards = [expert_card(folder, motions_dir) for folder in folders]
     summary = ("Seed 0, 10 episodes, `metaworld-x eval expert SKILL --seed 0`; \"from the home pose\" is from "
                "the clip's first frame for experts whose clip starts there (push, door).")
-    return "\n\n".join([GENERATED, EXPERTS_INTRO, "\n".join(rows), summary] + cards).rstrip() + "\n"
+    robustness = experts_dir / "robustness.json"
+    audit = [robustness_section(read_json(robustness), [f.name for f in folders])] if robustness.is_file() else []
+    return "\n\n".join([GENERATED, EXPERTS_INTRO, "\n".join(rows), summary] + audit + cards).rstrip() + "\n"

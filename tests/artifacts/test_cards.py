@@ -64,3 +64,17 @@ def test_write_makes_the_cards_current_and_check_fails_on_a_stale_one(tmp_path):
     result = subprocess.run(check, capture_output=True, text=True)
     assert result.returncode == 1 and "experts/README.md" in result.stdout
     assert "| 7/10 |" not in card.read_text(), "--check writes nothing"
+
+
+def test_the_robustness_table_has_a_row_per_installed_expert_and_says_what_was_not_measured():
+    from metaworld_x.cards.experts import robustness_section
+
+    cell = {"success": 9, "episodes": 10, "falls": 1}
+    audit = {"seed": 0, "episodes": 10, "machine": "a test machine", "commands": {"clip": "audit --max-push"},
+             "suites": {"none": "nominal", "push": "shoves", "all": "shoves; noise"},
+             "experts": {"walk": {s: {"clip": cell, "home": {**cell, "success": 7}} for s in ("none", "push", "all")}},
+             "max_push_m_s": {"clip": {"walk": {"survives": 0.5, "fails": 0.55}}}}
+    lines = robustness_section(audit, ["turn", "walk"]).splitlines()
+    assert "| walk | 9/10 · home 7/10 | 9/10 · home 7/10 | 9/10 · home 7/10 | 0.50 m/s |" in lines
+    assert "| turn | not measured | not measured | not measured | |" in lines
+    assert any("`all`: all of these at once" in line and "`audit --max-push` (clip)" in line for line in lines)
