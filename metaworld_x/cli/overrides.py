@@ -77,13 +77,12 @@ def overrides_of(name: str, sources: dict[str, tuple[str, str]], fields: tuple[s
     sources: {label: (module, class)} of the configs the options override, the first for types and help; the
     default hint names each one's default ("(default: 32; --all: 10)"), or is `hint` where given."""
     read = {label: config_fields(*where) for label, where in sources.items()}
-    first = next(iter(read.values()))
     options = []
     for field in fields:
         declared = [label for label, known in read.items() if field in known]
         if not declared:
             raise ValueError(f"no config in {list(sources.values())} declares {field!r}")
-        spec = first.get(field) or read[declared[0]][field]
+        spec = read[declared[0]][field]  # the first config that declares it
         values = [read[label][field].default for label in declared]
         defaults = "; ".join(f"{label + ': ' if label else ''}{value}" for label, value in zip(declared, values))
         if len(set(map(repr, values))) == 1 and declared[0] == "":  # the same default everywhere: say it once

@@ -280,7 +280,7 @@ def build_expert_scene(
             else:
                 source, frozen = "frozen", _training_start_features(tracking, size)
         start = tracking.home_start_time(home) if start_at_closest_pose else 0.0
-        in_place = clip_in_place(model, tracking, start, start_root=task.start_root(model))
+        in_place = clip_in_place(model, tracking, start, task.start_root(model))
         skills.append(SkillObservation(name, tracking, source, frozen, start_time=start, in_place=in_place,
                                        steerable=not in_place and clip_travel(tracking) > STEERABLE_TRAVEL))
         reference = ("in place: the scene lays out the clip's props as the expert's own" if in_place

@@ -134,12 +134,12 @@ def objects_present(model, task) -> bool:
     return all(mujoco.mj_name2id(model, kind, name) >= 0 for kind, names in kinds for name in names)
 
 
-def clip_in_place(model, tracking, start_time: float, tolerance: float = 0.02, start_root=None) -> bool:
+def clip_in_place(model, tracking, start_time: float, start_root, tolerance: float = 0.02) -> bool:
     """Whether `tracking`'s clip belongs in place in compiled scene `model`: it plays in place (it moves props, or
     starts on one where another clip leaves the robot: `TrackingConfig.plays_in_place`), every prop
     of the expert's own training scene stands at the same place in `model`, and the robot's starting root
-    (`start_root` [3], default model.key_qpos[0]'s) is within `tolerance` (m, horizontally) of the clip's root at
-    `start_time`."""
+    (`start_root` [3]: the task's `Task.start_root`, which is not always the home keyframe's) is within `tolerance`
+    (m, horizontally) of the clip's root at `start_time`."""
     import mujoco
     import numpy as np
 
@@ -148,8 +148,7 @@ def clip_in_place(model, tracking, start_time: float, tolerance: float = 0.02, s
     if not tracking.config.plays_in_place:  # nothing to be in place with
         return False
     own = tracking.build_model()
-    start_root = model.key_qpos[0][:3] if start_root is None else np.asarray(start_root)
-    if np.linalg.norm(start_root[:2] - np.asarray(frame_at(tracking.reference, 0, start_time).root_pos)[:2]) > tolerance:
+    if np.linalg.norm(np.asarray(start_root)[:2] - np.asarray(frame_at(tracking.reference, 0, start_time).root_pos)[:2]) > tolerance:
         return False
     own_data, scene_data = mujoco.MjData(own), mujoco.MjData(model)
     mujoco.mj_kinematics(own, own_data)

@@ -141,10 +141,11 @@ def test_a_prop_expert_sees_its_clip_in_place_only_in_a_scene_laid_out_as_its_ow
     from metaworld_x.routing.skill_observation import clip_in_place
 
     def in_place(expert, task):
-        model = make_task(task).build_model()
+        scene = make_task(task)
+        model = scene.build_model()
         tracking = expert_task(expert_spec(expert))
         start = tracking.home_start_time(model.key_qpos[0][7 : 7 + len(JOINT_NAMES)])  # as the router starts it
-        return clip_in_place(model, tracking, start)
+        return clip_in_place(model, tracking, start, scene.start_root(model))
 
     assert in_place("door", "door") and in_place("push", "push")
     assert not in_place("door", "push") and not in_place("push", "door")
@@ -183,6 +184,6 @@ def test_rise_plays_in_place_where_rise_walk_seats_the_robot_and_nowhere_else():
     assert rise.config.plays_in_place and not walk.config.plays_in_place
     rise_walk, walk_sit = make_task("rise_walk"), make_task("walk_sit")
     seated, standing = rise_walk.build_model(), walk_sit.build_model()
-    assert clip_in_place(seated, rise, 0.0, start_root=rise_walk.start_root(seated))
-    assert not clip_in_place(seated, walk, 0.0, start_root=rise_walk.start_root(seated))
-    assert not clip_in_place(standing, rise, 0.0, start_root=walk_sit.start_root(standing)), "it starts standing there"
+    assert clip_in_place(seated, rise, 0.0, rise_walk.start_root(seated))
+    assert not clip_in_place(seated, walk, 0.0, rise_walk.start_root(seated))
+    assert not clip_in_place(standing, rise, 0.0, walk_sit.start_root(standing)), "it starts standing there"
