@@ -69,7 +69,7 @@ def train_all_model_free(ctx: AllTasks, run_dir: Path, env_steps: int, start: Pa
     from metaworld_x.routing.checkpoint import load_router
     from metaworld_x.routing.learner import init_router_state, restart_stage, train_router
     from metaworld_x.routing.model_free import discounted_returns
-    from metaworld_x.routing.rollouts import collect, router_behaviour, sampled_behaviour
+    from metaworld_x.routing.rollouts import collect, sampled_behaviour
 
     c = ctx.config
     router = make_one_router(ctx, replace(c.router, use_world_model=False))
