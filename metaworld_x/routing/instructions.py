@@ -90,11 +90,16 @@ def without_props(clause: str) -> str:
     return " ".join(_METRES.sub("", _PROP_NOUN.sub("it", clause)).split())
 
 
-def without_prop_names(clause: str) -> str:
-    """`clause` with the props it names left out ("run to the tunnel" -> "run to"): what the text prior scores for
-    a sub-goal. With the names in, "walk to the target" scored the reach expert; with "it" for them, "run to it"
-    scored push."""
-    return " ".join(_METRES.sub("", _PROP_NOUN.sub("", clause)).split())
+_DESTINATION = re.compile(r"\b(?P<to>(?:up )?to(?:wards?)?) " + _PROP_NOUN.pattern, re.IGNORECASE)
+_IT = re.compile(r"\bit\b", re.IGNORECASE)
+
+
+def subgoal_label(clause: str, prop: str | None) -> str:
+    """What the text prior scores for a sub-goal: its clause with "it" named ("crawl through it" -> "crawl through the
+    tunnel", which the encoder tells from the door expert) and without the place it goes to ("walk to the target" ->
+    "walk to", which with the target's name scored the reach expert), nor distances."""
+    named = _IT.sub(f"the {prop}", clause) if prop else clause
+    return " ".join(_METRES.sub("", _DESTINATION.sub(r"\g<to>", named)).split())
 
 
 def clause_prop(clause: str) -> str | None:

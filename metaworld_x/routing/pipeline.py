@@ -175,17 +175,17 @@ def prepare_context(config: RouterTrainConfig, experts_dir: Path, resolver=None,
 
 
 def sequence_priors(scorer, task, catalog, scene, temperature: float) -> np.ndarray | None:
-    """[P, K] the prior of each phase of a sequence: its sub-goal's clause without the props' names, scored like an
+    """[P, K] the prior of each phase of a sequence: its sub-goal's clause (`subgoal_label`), scored like an
     instruction (the state described by what it asks for next), so the supervision changes as
     sub-goals are reached; None for a task without sub-goals. Scores are cached on disk by the scorer, like the
     instruction's."""
-    from metaworld_x.routing.instructions import without_prop_names
+    from metaworld_x.routing.instructions import subgoal_label
     from metaworld_x.routing.vlm_prior import score_prior
 
     subgoals = getattr(task, "subgoals", ())
     if not subgoals:
         return None
-    return np.stack([score_prior(scorer, without_prop_names(goal.clause), catalog, scene, temperature).prior
+    return np.stack([score_prior(scorer, subgoal_label(goal.clause, goal.prop), catalog, scene, temperature).prior
                      for goal in subgoals])
 
 

