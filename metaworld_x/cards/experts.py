@@ -61,7 +61,11 @@ def _expert_limits(skill: str, metrics: dict, spec: dict) -> list[str]:
         if failed:
             limits.append(f"{label.capitalize()}: {failed} of {m['episodes']} evaluation episodes failed "
                           f"({m.get('falls', 0)} by a fall or deviation).")
-    if metrics.get("from_home") is None and metrics.get("from_start") is None:
+    tracking = spec.get("tracking", {})
+    if tracking.get("handover_in_place"):
+        limits.append(f"Starts only where `{tracking.get('handover_clip')}` leaves the robot: a router hands it over,"
+                      " and never starts it from the home pose.")
+    elif metrics.get("from_home") is None and metrics.get("from_start") is None:
         limits.append("Not evaluated from the home pose, where a router starts an expert.")
     elif not spec.get("tracking", {}).get("home_start_fraction") and metrics.get("from_home"):
         limits.append("Trained without home starts.")
@@ -180,7 +184,7 @@ def experts_readme(experts_dir: Path, motions_dir: Path) -> str:
             "|---|---|---|---|---|---|"]
     for folder in folders:
         m = read_json(folder / "metrics.json")
-        home = m.get("from_home") or m.get("from_start")
+        home = m.get("from_home") or m.get("from_start") or m.get("from_handover")
         training = m.get("training") or {}
         stage = "last stage: " if training.get("initialised_from") else ""
         rows.append(f"| [{folder.name}](#{folder.name}) | {ratio(m)} | {ratio(home)} | {cm(m.get('tracking_error_m'))} | "
@@ -188,7 +192,8 @@ def experts_readme(experts_dir: Path, motions_dir: Path) -> str:
                     f"{minutes(training.get('wall_clock_s'))} |")
     cards = [expert_card(folder, motions_dir) for folder in folders]
     summary = ("Seed 0, 10 episodes, `metaworld-x eval expert SKILL --seed 0`; \"from the home pose\" is from "
-               "the clip's first frame for experts whose clip starts there (push, door).")
+               "the clip's first frame for experts whose clip starts there (push, door), and from where another "
+               "expert hands over for one that only ever takes over in place (rise, from `sit`'s seat).")
     robustness = experts_dir / "robustness.json"
     audit = [robustness_section(read_json(robustness), [f.name for f in folders])] if robustness.is_file() else []
     return "\n\n".join([GENERATED, EXPERTS_INTRO, "\n".join(rows), summary] + audit + cards).rstrip() + "\n"

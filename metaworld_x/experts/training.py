@@ -188,7 +188,8 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
     same from the scene's home pose under "from_home", the clip re-anchored onto the robot at every step as a
     router runs the expert (`AS_A_ROUTER_STARTS`), whatever anchoring it trained with (and from `handover_clip`'s
     states under "from_handover", for an expert trained to take over from another), or, where the expert's task
-    cannot start there (its props come from the clip), from the clip's first frame under "from_start".
+    cannot start there (its props come from the clip), from the clip's first frame under "from_start". An expert
+    that only ever takes over in place (rise, from sit's seat) has no home figure: `from_home` is None.
 
     Most episodes on the clip start at a random time, and a late start in a prop task begins with part of the
     task done (past the door, the box near the marker): "from_start" is the whole task, as a router meets it.
@@ -214,7 +215,9 @@ def evaluate_expert(directory: Path, spec: ExpertSpec | None = None, seed: int =
                               "config": dataclasses.asdict(as_config(perturb))}
     if not other_starts:
         return metrics
-    if task.config.home_starts_possible:
+    if task.config.handover_in_place:  # it starts where another expert leaves the robot (rise: seated), never at home
+        metrics["from_home"] = None
+    elif task.config.home_starts_possible:
         metrics["from_home"] = run(params, spec, task, seed, episodes, **AS_A_ROUTER_STARTS)
     if task.config.handover_start_fraction > 0:
         metrics["from_handover"] = run(params, spec, task, seed, episodes, home_start_fraction=0.0,

@@ -78,3 +78,25 @@ def test_the_robustness_table_has_a_row_per_installed_expert_and_says_what_was_n
     assert "| walk | 9/10 · home 7/10 | 9/10 · home 7/10 | 9/10 · home 7/10 | 0.50 m/s |" in lines
     assert "| turn | not measured | not measured | not measured | |" in lines
     assert any("`all`: all of these at once" in line and "`audit --max-push` (clip)" in line for line in lines)
+
+
+def test_an_expert_that_only_takes_over_in_place_is_carded_from_its_handover_not_from_home(tmp_path):
+    """rise starts where sit leaves the robot, never at home: its home column is its handover figure, and its
+    limits say why, not that it was never evaluated from home."""
+    from metaworld_x.cards.experts import expert_card, experts_readme
+
+    project = _small_project(tmp_path)
+    folder = project / "experts" / "walk"
+    spec = json.loads((folder / "spec.json").read_text())
+    spec["tracking"] = {**spec.get("tracking", {}), "handover_clip": "sit", "handover_in_place": True}
+    (folder / "spec.json").write_text(json.dumps(spec))
+    metrics = json.loads((folder / "metrics.json").read_text())
+    metrics.update(from_home=None, from_start=None, from_handover={"success": 8, "episodes": 10, "falls": 1})
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+
+    table_row = next(line for line in experts_readme(project / "experts", project / "assets" / "motions").splitlines()
+                     if line.startswith("| [walk]"))
+    assert table_row.split(" | ")[2] == "8/10"
+    card = expert_card(folder, project / "assets" / "motions")
+    assert "Starts only where `sit` leaves the robot" in card
+    assert "Not evaluated from the home pose" not in card
