@@ -104,6 +104,10 @@ FROM_REST = (
     ("run_rest", "run", "run", {"before_s": 0.0, "ramp_s": 7.0, "speed_blend": True, "total_s": 25.0}),
 )
 
+# (clip name, skill, cycle, timing): the cycle slowed into a stop in the home pose (`to_rest`), standing after.
+# The shared mocap's one stop (CMU 131_02) ends a stylised walk at 0.36 m/s; a router hands over at the walk's 1 m/s.
+# walk_stop stops in two steps and 0.7 m over 1.2 s, and stands until 4 s.
+TO_REST = (("walk_stop", "stop", "walk", {"before_s": 0.0, "ramp_s": 1.5, "total_s": 4.0, "speed_blend": True}),)
 
 # (clip name, clip, grip, lead-out): a one-shot clip led into from the home pose by keyed steps
 # (metaworld_x.motion.edits.lead_in), then with grip its hands closed on the scene's box and the box put where they
@@ -149,7 +153,7 @@ def build(out: Path, only: set[str] | None = None) -> None:
     from metaworld_x.motion import load_human_motion
     from metaworld_x.motion.clip import read_clip, save_clip
     from metaworld_x.motion.contacts import ContactConfig
-    from metaworld_x.motion.edits.gait_transition import TransitionConfig, from_rest, gait_transition
+    from metaworld_x.motion.edits.gait_transition import TransitionConfig, from_rest, gait_transition, to_rest
     from metaworld_x.motion.edits.get_down import GetDownConfig, get_down
     from metaworld_x.motion.edits.grip import with_grip
     from metaworld_x.motion.edits.lead_in import with_lead_in
@@ -165,6 +169,7 @@ def build(out: Path, only: set[str] | None = None) -> None:
     keyframed = [k for k in KEYFRAMED if only is None or k in only]
     transitions = [t for t in TRANSITIONS if only is None or t[0] in only]
     from_rest_clips = [t for t in FROM_REST if only is None or t[0] in only]
+    to_rest_clips = [t for t in TO_REST if only is None or t[0] in only]
     lead_ins = [t for t in LEAD_INS if only is None or t[0] in only]
     get_downs = [t for t in GET_DOWNS if only is None or t[0] in only]
     openings = [t for t in SIMULATED_OPENINGS if only is None or t[0] in only]
@@ -192,6 +197,11 @@ def build(out: Path, only: set[str] | None = None) -> None:
         clock = time.perf_counter()
         clip = from_rest(read_clip(out / f"{cycle}.npz"), skill, model=model, config=TransitionConfig(**timing),
                          progress=True)
+        _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
+    for name, skill, cycle, timing in to_rest_clips:
+        clock = time.perf_counter()
+        clip = to_rest(read_clip(out / f"{cycle}.npz"), skill, model=model, config=TransitionConfig(**timing),
+                       progress=True)
         _report(save_clip(clip, out / f"{name}.npz"), clip, time.perf_counter() - clock)
     for name, source_clip, grip, lead_out in lead_ins:
         clock = time.perf_counter()

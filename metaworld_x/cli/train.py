@@ -28,7 +28,7 @@ class TrainExpert:
     and ship it to <run-dir>/expert (`--out experts/SKILL` replaces the shipped one)."""
 
     skill: tyro.conf.Positional[str]
-    """Expert skill: stand, walk, run, sit, rise, turn, crawl, reach_one_hand, reach_two_hands, carry, push, door;
+    """Expert skill: stand, walk, run, sit, rise, turn, stop, crawl, reach_one_hand, reach_two_hands, carry, push, door;
     with --clip, the name of your own motion's expert (e.g. two_footed_hop)."""
     clip: Path | None = None
     """Train on your own motion: a retargeted clip (.npz, as in assets/motions), or a .bvh or DeepMimic .txt that is

@@ -29,6 +29,7 @@ ENVIRONMENTS = (
     ("MetaWorldX/H1Hands-Fetch-v0", "fetch", 1000),
     ("MetaWorldX/H1-Rise-v0", "rise", 1000),
     ("MetaWorldX/H1-Turn-v0", "turn", 1000),
+    ("MetaWorldX/H1-Stop-v0", "stop", 1000),
     # the sequential tasks: sub-goals in order, for a router (no expert is trained on one)
     ("MetaWorldX/H1-WalkSit-v0", "walk_sit", 1500),
     ("MetaWorldX/H1-RunCrawl-v0", "run_crawl", 1500),

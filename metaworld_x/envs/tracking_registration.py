@@ -27,6 +27,7 @@ TRACKING_ENVIRONMENTS = (
     ("MetaWorldX/H1-SitTracking-v0", "sit"),
     ("MetaWorldX/H1-RiseTracking-v0", "rise"),
     ("MetaWorldX/H1-TurnTracking-v0", "turn"),
+    ("MetaWorldX/H1-StopTracking-v0", "stop"),
     ("MetaWorldX/H1-CrawlTracking-v0", "crawl"),
     ("MetaWorldX/H1-ReachOneHandTracking-v0", "reach_one_hand"),
     ("MetaWorldX/H1-ReachTwoHandsTracking-v0", "reach_two_hands"),

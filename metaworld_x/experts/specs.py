@@ -213,6 +213,17 @@ EXPERTS: dict[str, ExpertSpec] = {
         ExpertSpec("turn", "turn round on the spot to face the other way", ("turn",), "turn",
                    tracking={**HOME_STARTS, "home_start_time": 0.0},
                    ppo=_ppo(8_000_000, budget=0.06, min_multiplier=2.0)),
+        # The clip is the walk slowed into a stop in the home pose (`to_rest`): two steps and 0.7 m from 1 m/s. Half
+        # its starts are the walk's states anywhere in its cycle, the stop clip from its first frame re-anchored onto
+        # the robot, as a router hands a walking robot over; the rest on the clip, half of them at its first frame.
+        # No home starts: the clip begins walking. Not shipped: from turn's policy (6.0M steps, 21 min) it stops
+        # the walk's states in 10 of 10 but pivots 45-95° as it does, in 0.25-0.6 m: re-anchored onto the robot at
+        # every step, the clip's heading follows the robot's, so nothing holds it (a charge on the yaw rate, 3.0M
+        # steps more, left it so). Its clip should be anchored once, where it takes over, in training and in a router.
+        ExpertSpec("stop", "come to a halt from walking", ("walk_stop",), "stop",
+                   tracking={"home_start_time": 0.0, "handover_clip": "walk", "handover_window": (0.0, 1.25),
+                             "handover_start_fraction": 0.5, "phase_zero_fraction": 0.5},
+                   ppo=_ppo(6_000_000, budget=0.06, min_multiplier=2.0)),
         # The crawl clip asks for more than half of each joint's half range from home in a quarter to
         # nearly half of its frames (knees 1.08, hip roll 0.81-1.00, shoulder roll 0.73-0.82), which the
         # common 0.5 action scale cannot reach: at 0.5 crawl plateaued at 22-step episodes, falling with an

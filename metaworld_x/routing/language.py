@@ -111,17 +111,17 @@ CATALOG: tuple[CompositeTask, ...] = (
     CompositeTask(
         "walk_sit", "walk_sit", "walk to the chair and sit down",
         ("go over to the chair and take a seat", "head to the chair, then sit on it"),
-        "in order: arrive 0.3 m before the chair (2.8 m ahead, facing the robot), stop, turn round, seated for 0.5 s",
+        "in order: arrive 0.3 m before the chair (2.8 m ahead, facing the robot), turn round, seated for 0.5 s",
     ),
     CompositeTask(
         "run_crawl", "run_crawl", "run to the tunnel and crawl through it",
         ("sprint to the tunnel, then crawl under the roof", "dash over to the tunnel and crawl through"),
-        "in order: arrive 1.5 m before the tunnel (4.5 m ahead), stop, out of the tunnel's far end",
+        "in order: arrive 1.5 m before the tunnel (4.5 m ahead), out of the tunnel's far end",
     ),
     CompositeTask(
         "walk_reach", "walk_reach", "walk to the target and touch it with your right hand",
         ("head to the ball and put your right hand on it", "go over to the sphere and touch it with your right hand"),
-        "in order: arrive where the reach clip's hand meets the target (2.6 m ahead), stop, the right hand within 5 cm",
+        "in order: arrive where the reach clip's hand meets the target (2.6 m ahead), the right hand within 5 cm",
     ),
     CompositeTask(
         "rise_walk", "rise_walk", "get up from the chair and walk forward 3 m",
@@ -131,13 +131,13 @@ CATALOG: tuple[CompositeTask, ...] = (
     CompositeTask(
         "walk_push", "walk_push", "walk to the table and push the box onto the marker",
         ("go to the table, then shove the crate onto the red marker", "head over to the table and push the box onto the red mark"),
-        "in order: arrive 0.85 m before the table's centre (2.85 m ahead), stop, the box within 10 cm of the marker",
+        "in order: arrive 0.85 m before the table's centre (2.85 m ahead), the box within 10 cm of the marker",
     ),
     CompositeTask(
         "door_sit", "door_sit", "open the door, walk through and sit on the chair beyond it",
         ("push the door open, go through and sit down on the chair past it",
          "open the door, go through the doorway and take a seat on the chair beyond"),
-        "in order: the door open and the robot through, arrive 0.3 m before the chair beyond, stop, turn round, seated",
+        "in order: the door open and the robot through, arrive 0.3 m before the chair beyond, turn round, seated",
     ),
 )
 TASK_NAMES = tuple(t.name for t in CATALOG)

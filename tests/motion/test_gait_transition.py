@@ -1,5 +1,5 @@
-"""Transition clips made from the library's cycles (metaworld_x.motion.edits.gait_transition): walk to run, and
-standing to crawl."""
+"""Transition clips made from the library's cycles (metaworld_x.motion.edits.gait_transition): walk to run,
+standing to crawl, and walking to a stop."""
 
 from dataclasses import replace
 
@@ -14,6 +14,7 @@ from metaworld_x.motion.edits.gait_transition import (
     blend_weight,
     from_rest,
     gait_transition,
+    to_rest,
     transition_qpos,
 )
 from metaworld_x.motion.ik import home_qpos
@@ -164,3 +165,28 @@ def test_the_shipped_run_rest_starts_at_home_and_speeds_up_no_faster_than_the_ru
     assert speed[ramp_end:].mean() == pytest.approx(run.speed, rel=0.05)
     for figure, goal in GOALS.items():
         assert shipped.quality[figure] <= goal, figure
+
+
+def test_to_rest_walks_at_walk_speed_then_stops_in_the_home_pose_and_stands(cycles):
+    walk, _ = cycles
+    config = TransitionConfig(before_s=0.0, ramp_s=1.5, total_s=3.0, speed_blend=True)
+    clip = to_rest(walk, "stop", model=robot_spec("h1").compile(), config=config)
+    assert clip.info["transition"] == ["walk", "home"] and clip.skill == "stop"
+    cycle = GaitCycle.of(walk)
+    start_speed = (clip.root_pos[12, 0] - clip.root_pos[0, 0]) / (12 / FPS)  # about a step: the gait's surge evens out
+    assert 0.7 * cycle.speed < start_speed < 1.4 * cycle.speed
+    stopped = int((config.before_s + config.ramp_s) * FPS)
+    assert np.ptp(clip.root_pos[stopped:, :2], axis=0).max() < 0.01, "still after the ramp"
+    assert 0.3 < clip.root_pos[stopped, 0] < cycle.speed * config.ramp_s, "it runs out under the ramp at full speed"
+    home = np.array([HOME_JOINT_POSE.get(name, 0.0) for name in JOINT_NAMES])
+    assert np.abs(clip.joint_pos[-1] - home).max() < 0.05 and clip.contacts[stopped:].all(), "both feet down at home"
+    for figure, goal in GOALS.items():
+        assert clip.quality[figure] <= goal, figure
+
+
+def test_the_shipped_walk_stop_is_the_walk_slowed_to_rest():
+    shipped = read_clip(MOTIONS_DIR / "walk_stop.npz")
+    assert shipped.info["transition"] == ["walk", "home"] and shipped.skill == "stop" and shipped.info["speed_blend"]
+    assert not shipped.info["loop"], "a one-shot clip: it holds its last frame, standing"
+    speed = np.linalg.norm(np.diff(shipped.root_pos[:, :2], axis=0), axis=1) * FPS
+    assert speed[:3].mean() > 0.7 and speed[-50:].max() < 0.01

@@ -12,12 +12,13 @@ from metaworld_x.envs.tasks.rise import Rise
 from metaworld_x.envs.tasks.run import Run
 from metaworld_x.envs.tasks.sit import Sit
 from metaworld_x.envs.tasks.stand import Stand
+from metaworld_x.envs.tasks.stop import Stop
 from metaworld_x.envs.tasks.turn import Turn
 from metaworld_x.envs.tasks.walk import Walk
 from metaworld_x.errors import UserError
 
 TASKS: dict[str, type[Task]] = {
-    cls.name: cls for cls in (Stand, Walk, Run, Sit, Rise, Turn, Crawl, Reach, Carry, Push, Door, Fetch, *CHAINS)
+    cls.name: cls for cls in (Stand, Walk, Run, Sit, Rise, Turn, Stop, Crawl, Reach, Carry, Push, Door, Fetch, *CHAINS)
 }
 
 

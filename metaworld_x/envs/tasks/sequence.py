@@ -30,6 +30,7 @@ from metaworld_x.envs.observations import relative_to_robot
 from metaworld_x.envs.rewards import ON_FEET_PELVIS_HEIGHT, closeness, on_feet, stance, tolerance, torso_upright
 from metaworld_x.envs.task import RewardScales, Task, TaskConfig, perturb_robot
 from metaworld_x.envs.tasks.box import BOX_JOINTS, BOX_SITES, PALMS
+from metaworld_x.envs.tasks.stop import STILL_SPEED, horizontal_speed, stopped
 from metaworld_x.envs.tasks.turn import heading_off, turned
 from metaworld_x.errors import UserError
 from metaworld_x.scene.compose import Placement
@@ -98,7 +99,7 @@ class SequenceConfig(TaskConfig):
     """Pelvis height range (m) that counts as seated (the sit task's)."""
     hold_steps: int = 25
     """Control steps a posture (HELD: still, seated, standing, turned) must hold before its sub-goal counts."""
-    still_speed: float = 0.15
+    still_speed: float = STILL_SPEED
     """Speed (m/s) of the centre of mass under which the robot counts as stopped: horizontal for "still", in all
     directions for "standing" (risen, not rising)."""
     turn_tolerance_deg: float = 30.0
@@ -177,9 +178,9 @@ class Sequence(Task):
         if goal.kind == "walked":
             ahead = point[0] - root[0]
             return ahead <= 0.0, closeness(jnp.maximum(ahead, 0.0), near=0.0, margin=5.0)
-        if goal.kind == "still":
-            speed = jnp.linalg.norm(view.com_vel[:2])
-            return (speed < c.still_speed) & (torso_upright(view) > 0.9), closeness(speed, near=c.still_speed, margin=1.5)
+        if goal.kind == "still":  # the stop expert's success
+            speed = horizontal_speed(view)
+            return stopped(view, c.still_speed), closeness(speed, near=c.still_speed, margin=1.5)
         if goal.kind == "turn":
             off = heading_off(view.root_quat)
             tolerance_rad = math.radians(c.turn_tolerance_deg)

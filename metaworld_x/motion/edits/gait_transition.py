@@ -214,6 +214,21 @@ def from_rest(cycle: Clip, skill: str, *, model: mujoco.MjModel, config: Transit
                   model, config, retarget, source, progress)
 
 
+def to_rest(cycle: Clip, skill: str, *, model: mujoco.MjModel, config: TransitionConfig | None = None,
+            progress: bool = False) -> Clip:
+    """A clip that plays `cycle`'s gait and comes to a stop in the home pose as the ramp's weight rises, then stands:
+    `from_rest` the other way round. With `speed_blend` (the default here) the speed falls by the ramp's weight at
+    the gait's cadence, so the strides shorten step by step and the last steps close the feet into home's stance.
+    No clip here walks into a stop, and a skill that stands still (turn, sit, reach) handed a robot at walking
+    speed falls: this is the motion that stops it. Starts at the cycle's left touchdown, facing +x."""
+    check_joints(cycle)
+    config = config or TransitionConfig(before_s=0.0, ramp_s=1.5, total_s=4.0, speed_blend=True)
+    source = SourceInfo(kind="mocap", file=f"{cycle.source_file} (into the home pose)", licence=cycle.licence,
+                        attribution=cycle.attribution)
+    return _solve(GaitCycle.of(cycle), GaitCycle.still(home_qpos(model, HOME_ROOT_HEIGHT)), [cycle.skill, "home"], skill,
+                  model, config, poses_from_rest_config(cycle.fps), source, progress)
+
+
 def poses_from_rest_config(fps: float) -> RetargetConfig:
     """How poses blended out of the home pose go through the IK (`from_rest`, `lead_in.with_lead_in`).
 
