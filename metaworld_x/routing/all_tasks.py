@@ -77,6 +77,11 @@ class AllTasksConfig:
     """Control steps per world and task of the expert rollouts."""
     mixed_fraction: float = 0.5
     """Share of collection worlds driven by random mixtures instead of one expert."""
+    led_fraction: float = 0.3
+    """Share of collection worlds (the first ones) that run the top expert of their state's label alone
+    (`rollouts.label_led`). Without them no world reached a sequence's later phases where its first skill takes
+    longer than a collection segment: the router fitted to the labels had never seen rise_walk standing, nor
+    door_sit through the door, and kept rise and door to the end (0/10 each)."""
     segment: int = 50
     """Control steps a random mixture is held."""
     heldout_steps: int = 40
@@ -140,8 +145,8 @@ class AllTasksConfig:
                 raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.heldout_steps < 20:
             raise UserError(f"heldout_steps must be at least 20 for the 20-step error, got {self.heldout_steps}")
-        if not 0 <= self.mixed_fraction <= 1 or not 0 <= self.finetune_explore <= 1:
-            raise UserError("mixed_fraction and finetune_explore must be in [0, 1]")
+        if not all(0 <= f <= 1 for f in (self.mixed_fraction, self.led_fraction, self.finetune_explore)):
+            raise UserError("mixed_fraction, led_fraction and finetune_explore must be in [0, 1]")
         counts = (self.wm_steps, self.prior_fit_updates, self.imagination_updates, self.finetune_rounds,
                   self.finetune_steps, self.finetune_wm_steps, self.finetune_updates)
         if min(counts) < 0:
@@ -287,7 +292,7 @@ def add_tagged(buffer, episode_task: list, data: dict, task_index: int) -> None:
 
 def collect_all(ctx: AllTasks, run_dir: Path) -> dict:
     """Stage 1: the training and held-out buffers, every task's expert and mixture rollouts in one of each."""
-    from metaworld_x.routing.rollouts import collect, one_hot_behaviour
+    from metaworld_x.routing.rollouts import collect, label_led, one_hot_behaviour
     from metaworld_x.world_model.buffer import ReplayBuffer
 
     c, k = ctx.config, len(ctx.experts.names)
@@ -297,7 +302,8 @@ def collect_all(ctx: AllTasks, run_dir: Path) -> dict:
         buffer = ReplayBuffer(per_task * c.num_worlds * len(ctx.slots) * 2, ctx.obs_size, k, cond_kind="expert_weights")
         tags: list = []
         for i, slot in enumerate(ctx.slots):
-            behaviour = one_hot_behaviour(k, c.num_worlds, c.mixed_fraction, c.segment, seed + i)
+            behaviour = label_led(one_hot_behaviour(k, c.num_worlds, c.mixed_fraction, c.segment, seed + i), slot.priors,
+                                  np.arange(c.num_worlds) < round(c.num_worlds * c.led_fraction))
             data = collect(ctx.runner(slot, c.num_worlds), behaviour, jax.random.PRNGKey(seed + i), steps)
             add_tagged(buffer, tags, data, i)
             report.setdefault(name, {})[slot.name] = {"env_steps": int(steps * c.num_worlds), "seconds": float(data["seconds"]),

@@ -117,6 +117,20 @@ def one_hot_behaviour(num_experts: int, num_worlds: int, mixed_fraction: float, 
     return choose
 
 
+def label_led(behaviour: Behaviour, priors, led: np.ndarray) -> Behaviour:
+    """`behaviour`, except that the worlds in `led` [B] (bool) run the top expert of their state's prior alone:
+    `priors(obs [B, obs]) -> [B, K]`, a sequence's phase label. They go where the labels lead, so a sequence's later
+    phases are in the data: rise_walk's "walk" phase is reached only by running rise alone for 3.5 s."""
+
+    def choose(obs, t, key):
+        weights = np.array(behaviour(obs, t, key), np.float32)
+        top = np.asarray(priors(np.asarray(obs))).argmax(axis=-1)
+        weights[led] = np.eye(weights.shape[-1], dtype=np.float32)[top[led]]
+        return weights
+
+    return choose
+
+
 def router_behaviour(router, params, text: np.ndarray, explore: float = 0.0, seed: int = 0) -> Behaviour:
     """The router's soft weights; with explore > 0, mixed with a Dirichlet(1) draw per world and step."""
     rng = np.random.default_rng(seed)

@@ -305,3 +305,25 @@ def test_the_one_router_gets_a_card_with_a_row_per_task_and_its_skipped_tasks(tm
     assert "| **all** | **10/20** | **12/20** |" in card and "| stand | stand | 10/10 | 450.0 | walk 1.00 |" in card
     assert "- Below the scripted baseline on stand's return (900.0 against 880.0)" not in card
     assert "- Below the scripted baseline on walk_sit (0/10 against 2/10)." in card
+
+
+def test_label_led_worlds_run_their_states_top_label_alone_and_the_rest_as_before():
+    """Collection worlds led by the labels go where a sequence's phases lead; the others keep their experts and
+    mixtures, so the world model still sees every expert."""
+    from metaworld_x.routing.rollouts import label_led, one_hot_behaviour
+
+    k, worlds = 4, 6
+    base = one_hot_behaviour(k, worlds, mixed_fraction=0.5, segment=50, seed=0)
+    priors = lambda obs: np.eye(k)[np.where(obs[:, 0] > 0, 2, 1)] * 0.9 + 0.025  # phase 1 (obs[0] > 0): label 2
+    led = np.arange(worlds) < 2
+    behaviour = label_led(base, priors, led)
+    obs = np.zeros((worlds, 3), np.float32)
+    obs[1, 0] = 1.0  # world 1 is in the later phase
+    weights = behaviour(obs, 0, None)
+    assert weights[0].tolist() == [0, 1, 0, 0] and weights[1].tolist() == [0, 0, 1, 0]
+    unled = one_hot_behaviour(k, worlds, mixed_fraction=0.5, segment=50, seed=0)(obs, 0, None)
+    np.testing.assert_array_equal(weights[2:], unled[2:])
+    with pytest.raises(UserError, match="led_fraction"):
+        from metaworld_x.routing.all_tasks import AllTasksConfig
+
+        AllTasksConfig(led_fraction=1.5)
