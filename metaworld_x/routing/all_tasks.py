@@ -578,12 +578,36 @@ def run_all_tasks(config: AllTasksConfig, experts_dir: Path, run_dir: Path, out_
     return ship_all(ctx, out_dir, full, stages, time.perf_counter() - wall, variants)
 
 
+MAPS_PER_TASK = 6_000
+"""Memory maps the XLA CPU code of one task's scene, router and world-model steps held (measured: 14 tasks and
+12 experts passed 65,530, Linux's default vm.max_map_count, after their scenes' first evaluation)."""
+
+
+def map_count_warning(tasks: int, path: Path = Path("/proc/sys/vm/max_map_count")) -> str | None:
+    """A line saying the kernel's memory-map limit is too low for `tasks` compiled scenes, or None. Past it LLVM
+    stops compiling with "Cannot allocate memory" however much memory is free."""
+    try:
+        limit = int(path.read_text())
+    except (OSError, ValueError):
+        return None  # not Linux, or not readable: nothing to say
+    needed = tasks * MAPS_PER_TASK
+    if limit >= needed:
+        return None
+    return (f"warning: vm.max_map_count is {limit:,}, and {tasks} tasks' compiled scenes need about {needed:,} memory"
+            f" maps; past it compilation stops with 'LLVM compilation error: Cannot allocate memory'. Raise it"
+            f" (sudo sysctl -w vm.max_map_count={max(262_144, needed)}), or train fewer tasks (--tasks)")
+
+
 def fit_one_router(ctx: AllTasks, run_dir: Path, resume: bool = False) -> tuple[dict, dict]:
     """Stages 1-5 in run_dir: (train_all's progress, the collection and world-model stages)."""
     from metaworld_x.routing.pipeline import train_wm
     from metaworld_x.world_model.checkpoint import save_world_model
 
     config = ctx.config
+    if (warning := map_count_warning(len(ctx.slots))) is not None:
+        import sys
+
+        print(warning, file=sys.stderr, flush=True)
     record = json.loads(json.dumps({"tasks": [s.name for s in ctx.slots], "experts": ctx.experts.record(),
                                     "config": dataclasses.asdict(config)}))
     previous = _read_json(run_dir / "context.json")

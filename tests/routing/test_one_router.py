@@ -327,3 +327,14 @@ def test_label_led_worlds_run_their_states_top_label_alone_and_the_rest_as_befor
         from metaworld_x.routing.all_tasks import AllTasksConfig
 
         AllTasksConfig(led_fraction=1.5)
+
+
+def test_a_memory_map_limit_too_low_for_the_tasks_is_named_with_its_fix(tmp_path):
+    from metaworld_x.routing.all_tasks import MAPS_PER_TASK, map_count_warning
+
+    limit = tmp_path / "max_map_count"
+    limit.write_text("65530\n")
+    line = map_count_warning(14, limit)
+    assert "vm.max_map_count is 65,530" in line and "sudo sysctl -w vm.max_map_count=262144" in line
+    assert map_count_warning(65530 // MAPS_PER_TASK, limit) is None, "a few tasks fit under the default"
+    assert map_count_warning(14, tmp_path / "missing") is None
