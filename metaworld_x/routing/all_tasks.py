@@ -579,8 +579,10 @@ def run_all_tasks(config: AllTasksConfig, experts_dir: Path, run_dir: Path, out_
 
 
 MAPS_PER_TASK = 6_000
-"""Memory maps the XLA CPU code of one task's scene, router and world-model steps held (measured: 14 tasks and
-12 experts passed 65,530, Linux's default vm.max_map_count, after their scenes' first evaluation)."""
+"""Memory maps per task that the XLA CPU code of its scene, the router and the world model take. Measured: a run
+over 14 tasks and 12 experts stopped twice with "Cannot allocate memory" under Linux's default vm.max_map_count of
+65,530, with 23 GB free; resumed with the limit raised, its process held 58,000 maps before its first fine-tune
+round."""
 
 
 def map_count_warning(tasks: int, path: Path = Path("/proc/sys/vm/max_map_count")) -> str | None:
