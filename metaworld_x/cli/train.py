@@ -77,8 +77,10 @@ class TrainExpert:
             from metaworld_x.training.devices import initialize_distributed
 
             initialize_distributed(self.heartbeat_timeout)
-        from metaworld_x.experts.training import train_expert
+        from metaworld_x.experts.training import lineage, train_expert
         from metaworld_x.training.devices import fail_fast_across_processes, is_main_process, leave_distributed
+
+        initialised_from = lineage(run_dir, self.resume, self.init_from)  # before training writes new checkpoints
 
         with fail_fast_across_processes():
             result = train_expert(spec, run_dir, resume=self.resume, init_from=self.init_from, stop_at=stop_at,
@@ -93,7 +95,7 @@ class TrainExpert:
         if self.ship:
             from metaworld_x.experts.training import ship_expert
 
-            path = ship_expert(spec, result, out, video=self.video, initialised_from=self.init_from)
+            path = ship_expert(spec, result, out, video=self.video, initialised_from=initialised_from)
             if self.clip is not None:
                 print(f"shipped to {path}" + ("" if self.out else f" (install it with --out experts/{self.skill})"))
             else:

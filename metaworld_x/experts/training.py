@@ -24,6 +24,7 @@ from metaworld_x.experts.environment import expert_task, make_env
 from metaworld_x.envs.perturb import as_config
 from metaworld_x.envs.tasks.tracking import clip_fingerprints
 from metaworld_x.errors import UserError
+from metaworld_x.machine import describe_machine
 from metaworld_x.experts.specs import OWN_CLIP_FILE, ExpertSpec, installed_spec
 
 EVAL_EPISODES = 10
@@ -65,11 +66,25 @@ def train_expert(spec: ExpertSpec, run_dir: Path, resume: bool = False, seed: in
     task = expert_task(spec)
     config = spec.ppo if seed is None else _with_seed(spec.ppo, seed)
     make = lambda n: TrainerEnv(make_env(task, n, config.backend), config.backend)  # noqa: E731
-    meta = {"expert": spec.record(), "initialised_from": str(init_from) if init_from else None}
+    meta = {"expert": spec.record(), "initialised_from": lineage(run_dir, resume, init_from)}
     options = RunOptions(run_dir=run_dir, resume=resume, init_from=init_from, overwrite=overwrite, stop_at=stop_at,
                          started_at=started_at, progress=progress, extra_meta=meta)
     train = make_train(config, make, options)
     return train(jax.random.PRNGKey(config.seed))
+
+
+def lineage(run_dir: Path, resume: bool, init_from: Path | None) -> str | None:
+    """Where a run's weights began: `init_from`, or, resumed, what its newest checkpoint recorded. A fine-tune
+    resumed twice shipped as trained from scratch before this was read back."""
+    if init_from is not None:
+        return str(init_from)
+    if resume:
+        from metaworld_x.training import checkpoint
+
+        newest = checkpoint.latest(Path(run_dir) / "checkpoints")
+        if newest is not None:
+            return checkpoint.read_meta(newest).get("initialised_from")
+    return None
 
 
 def _with_seed(config, seed):
@@ -119,6 +134,7 @@ def ship_expert(spec: ExpertSpec, result, out_dir: Path, video: bool = True,
         "backend": spec.ppo.backend,
         "wall_clock_s": result.history[-1].get("perf/wall_clock_s") if result.history else None,
         "initialised_from": str(initialised_from) if initialised_from else None,
+        "machine": describe_machine(),
         # where the Lagrange multiplier ended, so that a fine-tune from this folder starts it there (warm_start)
         "multiplier": float(result.state.multiplier),
     }

@@ -99,3 +99,18 @@ def test_nan_guard_rolls_back_and_names_the_term(tmp_path):
     result = make_train(SMALL, lambda n: Poisoned(n, "cpu"), quiet(run_dir=None))(jax.random.PRNGKey(0))
     assert len(result.rollbacks) == 1 and "reward" in result.rollbacks[0]
     assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree_util.tree_leaves(result.state.params))
+
+
+def test_a_resumed_fine_tune_keeps_the_lineage_its_first_start_recorded(tmp_path):
+    """A fine-tune resumed without --init-from ships as the fine-tune it is, not as trained from scratch."""
+    import numpy as np
+
+    from metaworld_x.experts.training import lineage
+    from metaworld_x.training import checkpoint
+
+    run = tmp_path / "run"
+    assert lineage(run, resume=True, init_from=None) is None, "nothing to resume: from scratch"
+    checkpoint.save(run / "checkpoints", 100, {"w": np.zeros(2)}, {"initialised_from": "experts/sit"})
+    assert lineage(run, resume=True, init_from=None) == "experts/sit"
+    assert lineage(run, resume=False, init_from=None) is None
+    assert lineage(run, resume=True, init_from=tmp_path / "other") == str(tmp_path / "other")
