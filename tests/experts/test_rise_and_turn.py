@@ -2,14 +2,14 @@
 sitting, walk_sit and door_sit). Their keyframed clips, their tasks, and the seated handover that starts rise."""
 
 import math
+import sys
+from pathlib import Path
 
-import jax
 import numpy as np
 import pytest
 
 from metaworld_x.envs.compiled import CompiledTask
 from metaworld_x.experts.environment import expert_task
-from metaworld_x.envs.reference import frame_at
 from metaworld_x.envs.tasks import make_task
 from metaworld_x.envs.tasks.sequence import seated_qpos
 from metaworld_x.envs.tasks.turn import heading_off
@@ -18,6 +18,9 @@ from metaworld_x.motion.clip import read_clip
 from metaworld_x.motion.keyframes import KEYFRAMED, compose, home_points, key_tracks, turn_keys
 from metaworld_x.paths import MOTIONS_DIR
 from metaworld_x.robot import JOINT_NAMES, robot_spec
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the tests folder, with the helper modules
+from handover_starts import handover_starts  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "sit.npz").is_file(), reason="the shipped clip library is missing")
 FPS = 50.0
@@ -104,21 +107,13 @@ def test_the_rise_clip_never_enters_the_chair():
 def test_rise_handover_starts_begin_seated_on_the_chair_where_the_sit_clip_ends():
     task = expert_task(expert_spec("rise"))
     assert task.config.handover_in_place
-    home = CompiledTask.build(task).statics.home
     n = len(JOINT_NAMES)
-    handovers = 0
-    for seed in range(8):
-        key = jax.random.PRNGKey(seed)
-        info = task.reset_info(key)
-        state = task.reset_physics(key, home, info)
-        if float(info["handover_time"]) < 0:
-            continue
-        handovers += 1
-        sit = frame_at(task.handover_reference, 0, float(info["handover_time"]))
+    starts = handover_starts(task)
+    for info, state, sit in starts:
         np.testing.assert_allclose(np.asarray(state.qpos[:3]), np.asarray(sit.root_pos), atol=1e-6)  # on the seat
         assert float(info["ref_time"]) == 0.0  # the rise clip from its first, seated, frame
         np.testing.assert_allclose(np.asarray(state.qpos[7 : 7 + n]), np.asarray(seated_qpos()[7:]), atol=0.05)
-    assert handovers >= 2
+    assert len(starts) >= 2
 
 
 def test_rise_succeeds_standing_and_turn_succeeds_facing_back():
