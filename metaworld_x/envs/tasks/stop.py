@@ -28,7 +28,6 @@ def horizontal_speed(view) -> jnp.ndarray:
     return jnp.linalg.norm(view.com_vel[:2])
 
 
-
 def stopped(view, still_speed: float) -> jnp.ndarray:
     """On its own feet (`rewards.on_feet`) with the centre of mass moving slower than `still_speed`."""
     return on_feet(view) & (horizontal_speed(view) < still_speed)
