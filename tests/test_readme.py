@@ -26,7 +26,7 @@ import sys
 import numpy as np
 import pytest
 
-from metaworld_x.paths import EXPERTS_DIR, PROJECT_DIR, ROUTER_DIR
+from metaworld_x.paths import PROJECT_DIR, ROUTER_DIR
 
 README = PROJECT_DIR / "README.md"
 # The user guides the README links to; docs/design-notes.md holds lessons, not instructions to follow.

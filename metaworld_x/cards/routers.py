@@ -104,7 +104,8 @@ def one_router_card(folder: Path) -> str:
 
 
 def _below_scripted(router: dict, scripted: dict) -> list[str]:
-    """Per task where the router does worse than the scripted baseline: what each scored (success, else return)."""
+    """Per task where the router does worse than the scripted baseline: what each scored (success, else the return,
+    as the card prints it: a return equal to one decimal is not below)."""
     below = []
     for task, row in (router.get("tasks") or {}).items():
         base = (scripted.get("tasks") or {}).get(task)
@@ -112,7 +113,7 @@ def _below_scripted(router: dict, scripted: dict) -> list[str]:
             continue
         if row["success"] < base["success"]:
             below.append(f"{task} ({row['success']}/{row['episodes']} against {base['success']}/{base['episodes']})")
-        elif row["success"] == base["success"] and row["return_mean"] < base["return_mean"]:
+        elif row["success"] == base["success"] and round(row["return_mean"], 1) < round(base["return_mean"], 1):
             below.append(f"{task}'s return ({row['return_mean']:.1f} against {base['return_mean']:.1f})")
     return below
 

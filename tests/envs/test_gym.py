@@ -1,6 +1,5 @@
 """The gymnasium ids: registration on import, check_env, pickling, vector envs, and a shipped expert acting in them."""
 
-import json
 import pickle
 import subprocess
 import sys
@@ -137,7 +136,6 @@ def test_walk_expert_walks_in_a_vector_env_of_the_task_and_restarts_with_its_wor
     """Three worlds of H1-Walk-v0 under the walk expert: up and walking forward through a 100-step episode, at
     several times a random policy's reward; then the worlds restart, the agent's clocks with them, and they set
     off again as in the first episode."""
-    import metaworld_x
 
     envs = gym.make_vec("MetaWorldX/H1-Walk-v0", num_envs=3, max_episode_steps=100)
     agent = metaworld_x.ExpertAgent("walk", envs)
@@ -168,7 +166,6 @@ def test_expert_agent_sees_what_the_router_shows_the_expert():
     """The agent's observation of a task env's state is the router scene's `expert/walk` for the same state."""
     import jax
 
-    import metaworld_x
     from metaworld_x.experts.environment import make_env
 
     agent = metaworld_x.ExpertAgent("walk", gym.make("MetaWorldX/H1-Walk-v0"))
@@ -184,7 +181,6 @@ def test_expert_agent_sees_what_the_router_shows_the_expert():
 
 @needs_walk
 def test_expert_agent_refuses_what_it_cannot_do_with_a_clear_error(tmp_path):
-    import metaworld_x
     from metaworld_x.errors import UserError
 
     env = gym.make("MetaWorldX/H1-Walk-v0")

@@ -8,7 +8,6 @@ session reports. Chromium is Debian's (`apt-get install chromium`) or Playwright
 skips and says which is missing.
 """
 
-import json
 import os
 import shutil
 import socket

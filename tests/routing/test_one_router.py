@@ -294,7 +294,9 @@ def test_the_one_router_gets_a_card_with_a_row_per_task_and_its_skipped_tasks(tm
     assert "Not trained on rise_walk: it needs the expert(s) rise, not installed." in card
     assert "round 1: 4/20, against 10/20 for round start" in card and "Fails some or all episodes of walk_sit." in card
     assert "Beside its ablations" not in card  # trained without them
-    scripted = {**selected, "success": 12, "tasks": {"stand": {**row, "return_mean": 880.0}, "walk_sit": {**row, "success": 2}}}
+    scripted = {**selected, "success": 12, "tasks": {"stand": {**row, "return_mean": 880.0}, "walk_sit": {**row, "success": 2},
+                                                     "sit": {**row, "return_mean": 900.04}}}
+    selected["tasks"]["sit"] = {**row, "return_mean": 899.96}  # the same return to the card's one decimal
     metrics["ablations"] = {"scripted": {"env_steps": 0, "evaluation": scripted},
                             "leave_one_out": {"stand": {**row, "without": "stand", "experts": ["walk"], "mean_weights": [1.0],
                                                         "return_per_1000_steps": 450.0}}}
@@ -305,6 +307,7 @@ def test_the_one_router_gets_a_card_with_a_row_per_task_and_its_skipped_tasks(tm
     assert "| **all** | **10/20** | **12/20** |" in card and "| stand | stand | 10/10 | 450.0 | walk 1.00 |" in card
     assert "- Below the scripted baseline on stand's return (900.0 against 880.0)" not in card
     assert "- Below the scripted baseline on walk_sit (0/10 against 2/10)." in card
+    assert "sit's return" not in card, "a return equal to the printed decimal is not below the baseline"
 
 
 def test_label_led_worlds_run_their_states_top_label_alone_and_the_rest_as_before():
