@@ -37,6 +37,12 @@ CARRY_HANDOVER = {"handover_clip": "pickup_carry_start", "handover_window": (6.8
 WALK_HANDOVER = {"handover_clip": "walk", "handover_window": (0.0, 1.2), "handover_start_fraction": 0.4,
                  "handover_offset": (0.2, 0.15, 0.15)}
 
+# The walk's state anywhere in its cycle, up to 0.3 m, 0.3 m and 0.4 rad off the spot where the clip stays anchored
+# (home_anchor "once"; a chain's Subgoal.anchor): a walk stops within its 0.3 m arrival radius, still walking, and
+# steering leaves it turned up to 20° (walk_sit: 0.16 m short, 0.24 m right, 17° left at the handover).
+ANCHORED_WALK_HANDOVER = {"handover_clip": "walk", "handover_window": (0.0, 1.25), "handover_start_fraction": 0.5,
+                          "handover_offset": (0.3, 0.3, 0.4), "home_anchor": "once"}
+
 # Seated on the chair as the sit clip ends (its last 0.5 s), the clip from its first frame: where a router hands
 # the robot to the expert that gets up.
 SEATED_HANDOVER = {"handover_clip": "sit", "handover_window": (3.8, 4.3), "handover_start_fraction": 0.5,
@@ -209,20 +215,22 @@ EXPERTS: dict[str, ExpertSpec] = {
                    tracking={**SEATED_HANDOVER, "phase_zero_fraction": 0.5},
                    ppo=_ppo(6_000_000, budget=0.06, min_multiplier=2.0, critic_warmup_iterations=100)),
         # The clip is keyframed: seven 30° footsteps on the spot, each foot turned where it lands. From home and
-        # the clip only: walk handovers taught reach nothing but falling (see reach_one_hand).
+        # the clip only: walk handovers taught reach nothing but falling (see reach_one_hand), and turn no better
+        # with its clip anchored once before the seat (8.0M steps: 0 of 10 turned in walk_sit, all falling).
         ExpertSpec("turn", "turn round on the spot to face the other way", ("turn",), "turn",
                    tracking={**HOME_STARTS, "home_start_time": 0.0},
                    ppo=_ppo(8_000_000, budget=0.06, min_multiplier=2.0)),
         # The clip is the walk slowed into a stop in the home pose (`to_rest`): two steps and 0.7 m from 1 m/s. Half
-        # its starts are the walk's states anywhere in its cycle, the stop clip from its first frame re-anchored onto
-        # the robot, as a router hands a walking robot over; the rest on the clip, half of them at its first frame.
-        # No home starts: the clip begins walking. Not shipped: from turn's policy (6.0M steps, 21 min) it stops
-        # the walk's states in 10 of 10 but pivots 45-95° as it does, in 0.25-0.6 m: re-anchored onto the robot at
-        # every step, the clip's heading follows the robot's, so nothing holds it (a charge on the yaw rate, 3.0M
-        # steps more, left it so). Its clip should be anchored once, where it takes over, in training and in a router.
+        # its starts are the walk's states anywhere in its cycle up to 0.3 m and 0.4 rad off the spot where its clip
+        # is anchored once (ANCHORED_WALK_HANDOVER), as a chain's Subgoal.anchor places it; the rest on the clip, half
+        # of them at its first frame. No home starts: the clip begins walking. Re-anchored onto the robot at every
+        # step instead (6.0M steps from turn's policy), it stopped 10 of 10 walks but pivoted 45-95°: the clip's
+        # heading followed the robot's. Anchored (5.0M steps more at 1e-4): 10/10 from its clip (1.8 cm), and in
+        # walk_sit it brings the walk to rest on its spot, within 0.2 m and 7°. Not shipped: facing the chair there,
+        # its last step meets the seat (3 of 10 stopped), and 0.1 m further back (8 of 10 stopped and turned) the
+        # turn leaves the seat 0.43-0.49 m behind, where the sit expert, trained with it 0.3 m behind, falls.
         ExpertSpec("stop", "come to a halt from walking", ("walk_stop",), "stop",
-                   tracking={"home_start_time": 0.0, "handover_clip": "walk", "handover_window": (0.0, 1.25),
-                             "handover_start_fraction": 0.5, "phase_zero_fraction": 0.5},
+                   tracking={"home_start_time": 0.0, **ANCHORED_WALK_HANDOVER, "phase_zero_fraction": 0.5},
                    ppo=_ppo(6_000_000, budget=0.06, min_multiplier=2.0)),
         # The crawl clip asks for more than half of each joint's half range from home in a quarter to
         # nearly half of its frames (knees 1.08, hip roll 0.81-1.00, shoulder roll 0.73-0.82), which the

@@ -153,14 +153,17 @@ class ExpertScene(Task):
                                 f" than the {self.state_features} the one router's layout holds; raise task_features")
             obs["state"] = padded_state(obs["state"], self.state_features)
         own = proprioception(view)
-        turn = 0.0
+        turn, anchor = 0.0, None
         if hasattr(self.objective, "steer_point"):  # a sequence steers its locomotion experts to its sub-goals
             turn = steering_turn(view, *self.objective.steer_point(view, info), self.max_turn)
+        if hasattr(self.objective, "clip_anchor"):  # and places an anchored expert's clip where its sub-goal says
+            anchor = self.objective.clip_anchor(info)
         for i, skill in enumerate(self.skills):
-            features = skill.features(view, info, info["skill_time"][i], info["skill_info"][skill.name], turn)
+            features = skill.features(view, info, info["skill_time"][i], info["skill_info"][skill.name], turn, anchor)
             obs[f"expert/{skill.name}"] = jnp.concatenate([own, features]).astype(jnp.float32)
             if self.restart_clocks:
-                fresh = skill.features(view, info, jnp.float32(skill.start_time), info["skill_info"][skill.name], turn)
+                fresh = skill.features(view, info, jnp.float32(skill.start_time), info["skill_info"][skill.name], turn,
+                                       anchor)
                 obs[f"expert_fresh/{skill.name}"] = jnp.concatenate([own, fresh]).astype(jnp.float32)
         return obs
 
@@ -281,10 +284,13 @@ def build_expert_scene(
                 source, frozen = "frozen", _training_start_features(tracking, size)
         start = tracking.home_start_time(home) if start_at_closest_pose else 0.0
         in_place = clip_in_place(model, tracking, start, task.start_root(model))
+        anchored = not in_place and tracking.config.home_anchor == "once"
         skills.append(SkillObservation(name, tracking, source, frozen, start_time=start, in_place=in_place,
-                                       steerable=not in_place and clip_travel(tracking) > STEERABLE_TRAVEL))
+                                       steerable=not in_place and clip_travel(tracking) > STEERABLE_TRAVEL,
+                                       anchored=anchored))
         reference = ("in place: the scene lays out the clip's props as the expert's own" if in_place
-                     else "re-anchored to the robot's root and heading")
+                     else "anchored once where its sub-goal says, else re-anchored to the robot's root and heading"
+                     if anchored else "re-anchored to the robot's root and heading")
         record[name] = {"obs_layout": layout, "objective_source": source, "clip": spec.clips[0], "start_time": start,
                         "reference": f"{reference}; own clock from start_time"}
     # Experts whose actions map to servo targets at different scales are mixed in target space: the scene

@@ -33,10 +33,11 @@ listed in the expert's `obs_layout` and checked against its policy.
 
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 
 from metaworld_x.envs.observations import yaw
-from metaworld_x.envs.reference import frame_at, reanchor
+from metaworld_x.envs.reference import frame_at, ground_pose, moved_on_ground, reanchor
 from metaworld_x.envs.rotations import multiply as quat_mul
 from metaworld_x.errors import UserError
 
@@ -55,18 +56,31 @@ def tracking_obs_layout(tracking, proprioception_size: int, objective_size: int)
     return layout
 
 
-def reference_features(tracking, view, clip_time, clip: int = 0, in_place: bool = False, turn=0.0):
+def reference_features(tracking, view, clip_time, clip: int = 0, in_place: bool = False, turn=0.0, anchor=None,
+                       start_time: float = 0.0):
     """[2 + n_future·(26 + 3K)] phase and future frames as Tracking.reference_features, re-anchored to the robot
     (or, `in_place`, where the clip has them). `turn` (rad) turns the re-anchored clip about the robot's root:
-    a locomotion expert that follows it heads that much further left (`steering_turn`)."""
+    a locomotion expert that follows it heads that much further left (`steering_turn`). `anchor` (ground pose [3],
+    active): where active, the clip is instead moved once so that its frame at `start_time` stands on that pose,
+    and stays there (`Subgoal.anchor`)."""
     if in_place:
         return tracking.reference_features(view, clip, clip_time)
     now = frame_at(tracking.reference, clip, clip_time)
     half = 0.5 * jnp.asarray(turn, jnp.float32)
     heading = quat_mul(jnp.stack([jnp.cos(half), 0.0, 0.0, jnp.sin(half)]), view.root_quat)
 
-    def place(target):
+    def follow(target):
         return reanchor(target, now, view.root_pos, heading)
+
+    if anchor is None:
+        return tracking.reference_features(view, clip, clip_time, follow)
+    pose, active = anchor
+    start = frame_at(tracking.reference, clip, jnp.float32(start_time))
+    source = ground_pose(start.root_pos, start.root_quat)
+
+    def place(target):
+        fixed = moved_on_ground(target, source, pose)
+        return jax.tree.map(lambda a, b: jnp.where(active, a, b), fixed, follow(target))
 
     return tracking.reference_features(view, clip, clip_time, place)
 
@@ -92,6 +106,9 @@ class SkillObservation:
     """Whether the expert sees its clip where the clip has it, not re-anchored to the robot (`clip_in_place`)."""
     steerable: bool = False
     """Whether its clip travels (walk, run, crawl): re-anchored, it is turned towards the scene's steering point."""
+    anchored: bool = False
+    """Whether it trained with its clip anchored once (`TrackingConfig.home_anchor` "once"): where the scene names
+    an anchor (`Subgoal.anchor`) it sees its clip there, as in training, not re-anchored onto the robot."""
     action_gain: float = 1.0
     """The expert's action in the scene's action units: its own action scale over the scene's (the largest of
     the experts'). Servo target = home + action · scale, so gain · action is the same target under the scene's
@@ -105,14 +122,17 @@ class SkillObservation:
         """The objective's own task variables (e.g. walk's target speed), when it reads the scene with its own."""
         return dict(self.objective.reset_info(rng)) if self.objective_source == "scene" else {}
 
-    def features(self, view, info, clip_time, objective_info, turn=0.0):
-        """[n] everything after proprioception in the expert's observation; `turn` as `reference`'s."""
-        return jnp.concatenate([self.reference(view, clip_time, turn), self.objective_features(view, info, objective_info)])
+    def features(self, view, info, clip_time, objective_info, turn=0.0, anchor=None):
+        """[n] everything after proprioception in the expert's observation; `turn` and `anchor` as `reference`'s."""
+        return jnp.concatenate([self.reference(view, clip_time, turn, anchor),
+                                self.objective_features(view, info, objective_info)])
 
-    def reference(self, view, clip_time, turn=0.0):
+    def reference(self, view, clip_time, turn=0.0, anchor=None):
         """[2 + n_future·(26 + 3K)] the phase and the clip's future frames at `clip_time`, as this expert sees them;
-        a steerable expert's clip turned by `turn` (rad) about the robot."""
-        return reference_features(self.tracking, view, clip_time, self.clip, self.in_place, turn if self.steerable else 0.0)
+        a steerable expert's clip turned by `turn` (rad) about the robot; an anchored one's at `anchor` (ground pose
+        [3], active) where active."""
+        return reference_features(self.tracking, view, clip_time, self.clip, self.in_place,
+                                  turn if self.steerable else 0.0, anchor if self.anchored else None, self.start_time)
 
     def objective_features(self, view, info, objective_info):
         """[k] the objective's features (k = 0 without one); `info` is the scene's, `objective_info` the expert's own."""

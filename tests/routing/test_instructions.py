@@ -32,7 +32,7 @@ def matcher(resolver):
 
 
 def _goals(task):
-    return [(g.kind, g.skill, g.point) for g in task.subgoals]
+    return [(g.kind, g.skill, g.point, g.anchor) for g in task.subgoals]
 
 
 def test_clauses_come_in_the_order_they_are_to_be_done():

@@ -187,3 +187,71 @@ def test_rise_plays_in_place_where_rise_walk_seats_the_robot_and_nowhere_else():
     assert clip_in_place(seated, rise, 0.0, rise_walk.start_root(seated))
     assert not clip_in_place(seated, walk, 0.0, rise_walk.start_root(seated))
     assert not clip_in_place(standing, rise, 0.0, walk_sit.start_root(standing)), "it starts standing there"
+
+
+def test_an_anchored_expert_sees_its_training_observation_where_its_sub_goal_anchors_its_clip():
+    """The stop trains with its clip anchored once on the home spot, from walking starts up to 0.3 m off it. Shown
+    its clip anchored on that spot, it sees its training observation at every step wherever the robot goes; with
+    the anchor inactive it sees the clip re-anchored onto the robot, as every other expert does."""
+    from metaworld_x.envs.observations import proprioception
+    from metaworld_x.envs.tasks.tracking import Tracking
+    from metaworld_x.envs.task import with_overrides
+
+    stop = expert_task(expert_spec("stop"))
+    assert stop.config.home_anchor == "once"
+    tracking = Tracking(with_overrides(stop.config, {"handover_start_fraction": 1.0}), objective=stop.objective)
+    start = tracking.home_start_time(None)
+    skill = SkillObservation("stop", tracking, "scene", start_time=start, anchored=True)
+    home_spot = jnp.asarray(tracking._home_anchor[1])
+    env = make_env(tracking, 3, "cpu", nthread=1)
+    state = env.reset(jax.random.PRNGKey(2))
+    off = np.linalg.norm(np.asarray(state.data.view.root_pos[:, :2]) - np.asarray(home_spot[:2]), axis=-1)
+    assert off.max() > 0.05, "handover starts begin off the spot the clip is anchored on"
+
+    def observed(view, info, active):
+        features = skill.features(view, info, info["ref_time"], {}, anchor=(home_spot, active))
+        return jnp.concatenate([proprioception(view), features])
+
+    anchored = jax.jit(jax.vmap(lambda v, i: observed(v, i, jnp.asarray(True))))
+    followed = jax.jit(jax.vmap(lambda v, i: observed(v, i, jnp.asarray(False))))
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        np.testing.assert_allclose(np.asarray(anchored(state.data.view, state.info)), np.asarray(state.obs["state"]),
+                                   atol=1e-5)
+        state = env.step(state, jnp.asarray(rng.uniform(-0.3, 0.3, (3, env.action_size)), jnp.float32))
+    assert not np.any(np.asarray(state.info["step"]) == 0), "an episode ended; the comparison needs live ones"
+    plain = SkillObservation("stop", tracking, "scene", start_time=start)
+    expected = jax.vmap(lambda v, i: jnp.concatenate([proprioception(v), plain.features(v, i, i["ref_time"], {})]))
+    np.testing.assert_allclose(np.asarray(followed(state.data.view, state.info)),
+                               np.asarray(expected(state.data.view, state.info)), atol=1e-6)
+    assert np.abs(np.asarray(followed(state.data.view, state.info)) - np.asarray(state.obs["state"])).max() > 0.05
+
+
+def test_a_sequence_scene_shows_an_anchored_expert_its_clip_at_the_current_sub_goals_anchor():
+    """ExpertScene reads the anchor from its sequence: in the anchored sub-goal's phase the expert sees its clip
+    there, in any other phase re-anchored onto the robot."""
+    from metaworld_x.envs.backends import make
+    from metaworld_x.envs.tasks import TASKS
+    from metaworld_x.envs.tasks.sequence import Sequence, Subgoal
+
+    walk_sit = TASKS["walk_sit"]
+    anchor = (2.2, 0.1, 0.0)
+    sequence = type("WalkStopSit", (Sequence,), {
+        "name": "walk_stop_sit", "scene": walk_sit.scene, "__module__": __name__,
+        "__doc__": "walk_sit with an anchored stop.\n\nSuccess: all sub-goals.",
+        "subgoals": (walk_sit.subgoals[0], Subgoal("still", "stop", "come to a halt", "chair", anchor=anchor),
+                     *walk_sit.subgoals[1:])})()
+    tracking = expert_task(expert_spec("stop"))
+    skill = SkillObservation("stop", tracking, "scene", start_time=0.0, anchored=True)
+    scene = ExpertScene(objective=sequence, skills=(skill,))
+    state = make(scene, "cpu", 1, nthread=1).reset(jax.random.PRNGKey(0))
+    view = jax.tree.map(lambda x: x[0], state.data.view)
+    info = jax.tree.map(lambda x: x[0], state.info)
+    pose = jnp.asarray(anchor, jnp.float32)
+    for phase, active in ((0, False), (1, True), (2, False)):
+        at = {**info, "phase": jnp.asarray(phase, jnp.int32)}
+        seen = np.asarray(scene.observe(view, at)["expert/stop"])
+        expected = skill.features(view, at, at["skill_time"][0], at["skill_info"]["stop"], anchor=(pose, jnp.asarray(active)))
+        np.testing.assert_allclose(seen[-expected.shape[0]:], np.asarray(expected), atol=1e-6)
+    anchored, followed = (np.asarray(skill.reference(view, 0.0, anchor=(pose, jnp.asarray(a)))) for a in (True, False))
+    assert np.abs(anchored - followed).max() > 0.1, "the anchor is 2.2 m from where the robot stands"

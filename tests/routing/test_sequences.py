@@ -114,6 +114,7 @@ def test_a_turn_counts_only_for_a_robot_still_standing():
     """A robot that went down while its heading swung round (walk_sit's turn taking over at walking speed) has not
     turned: the sit expert cannot start from the floor."""
     task, view = _view("walk_sit")
+    turn = next(i for i, g in enumerate(task.subgoals) if g.kind == "turn")
     arrive = task.subgoals[0]
     qpos = view.qpos.copy()
     qpos[:7] = (arrive.point[0], arrive.point[1], 1.0, 0.0, 0.0, 0.0, 1.0)  # facing -x
@@ -121,13 +122,13 @@ def test_a_turn_counts_only_for_a_robot_still_standing():
     head = facing_back.site_pos[facing_back.layout.sites.index("head")]
     down = _moved(facing_back, root=(arrive.point[0], arrive.point[1], 0.45),
                   sites={"head": (head[0], head[1], 0.6)})
-    info = {**task.reset_info(jax.random.PRNGKey(0)), "phase": jnp.asarray(1, jnp.int32)}
+    info = {**task.reset_info(jax.random.PRNGKey(0)), "phase": jnp.asarray(turn, jnp.int32)}
     for _ in range(2 * task.config.hold_steps):
         info = task.advance(down, info)
-    assert int(info["phase"]) == 1, "facing back while down is not a turn"
+    assert int(info["phase"]) == turn, "facing back while down is not a turn"
     for _ in range(task.config.hold_steps):
         info = task.advance(facing_back, info)
-    assert int(info["phase"]) == 2
+    assert int(info["phase"]) == turn + 1
 
 
 def test_the_catalog_chains_need_two_experts_and_keep_the_stated_distances():
@@ -147,6 +148,30 @@ def test_the_catalog_chains_need_two_experts_and_keep_the_stated_distances():
     door_sit = TASKS["door_sit"]
     assert [g.skill for g in door_sit.subgoals][:2] == ["door", "walk"]
     assert len({g.skill for g in door_sit.subgoals}) >= 3, "door, walk, turn, sit: three experts or more"
+
+
+class WalkStopSit(Sequence):
+    """walk_sit with a stop between the walk and the turn, its clip anchored where the walk hands over.
+
+    Success: all four sub-goals.
+    """
+
+    name = "walk_stop_sit"
+    scene = TASKS["walk_sit"].scene
+    subgoals = (TASKS["walk_sit"].subgoals[0], Subgoal("still", "stop", "come to a halt", "chair", anchor=(2.5, 0.0, 0.0)),
+                *TASKS["walk_sit"].subgoals[1:])
+
+
+def test_an_anchored_subgoal_places_its_experts_clip_only_in_its_own_phase():
+    task = WalkStopSit()
+    for phase in range(len(task.subgoals) + 1):  # and once all are reached
+        pose, active = task.clip_anchor({"phase": jnp.asarray(phase)})
+        assert bool(active) == (phase == 1), phase
+        if phase == 1:
+            np.testing.assert_allclose(np.asarray(pose), (2.5, 0.0, 0.0))
+    assert not bool(make_task("walk_sit").clip_anchor({"phase": jnp.asarray(0)})[1]), "no anchors: none active"
+    with pytest.raises(UserError, match=r"anchor is \(x, y, yaw\)"):
+        Subgoal("still", "stop", "come to a halt", anchor=(1.0, 2.0))
 
 
 def test_a_sequence_refuses_a_subgoal_whose_prop_is_missing():

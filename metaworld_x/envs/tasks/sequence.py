@@ -75,12 +75,20 @@ class Subgoal:
     """A world point: where to arrive, the target to touch, or (walked) where the walk must pass along x."""
     radius: float = 0.3
     """arrive: horizontal distance (m) to `point` that counts as arrived; touch: hand distance (m)."""
+    anchor: tuple[float, float, float] | None = None
+    """(x, y, yaw): the world ground pose where the skill's clip begins, for an expert trained with its clip anchored
+    once (`TrackingConfig.home_anchor`): its reference then stays there instead of following the robot, so the skill
+    ends where the next one needs the robot (a turn, on the spot 0.3 m before the seat). None: wherever the robot is."""
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise UserError(f"unknown sub-goal kind {self.kind!r}; kinds: {', '.join(KINDS)}")
         if not self.radius > 0:
             raise UserError(f"a sub-goal's radius must be positive, got {self.radius}")
+        if self.anchor is not None:
+            if len(self.anchor) != 3:
+                raise UserError(f"a sub-goal's anchor is (x, y, yaw), got {self.anchor}")
+            object.__setattr__(self, "anchor", tuple(float(a) for a in self.anchor))
 
 
 @dataclass(frozen=True)
@@ -251,6 +259,13 @@ class Sequence(Task):
         steers = jnp.asarray([g.kind in STEERED for g in self.subgoals])
         index = jnp.minimum(info["phase"], len(self.subgoals) - 1)
         return points[index], steers[index] & (jnp.linalg.norm(points[index] - view.root_pos[:2]) > STEER_STOP)
+
+    def clip_anchor(self, info):
+        """(ground pose [3], active): the current sub-goal's `anchor`, and whether it has one."""
+        anchors = jnp.asarray([g.anchor or (0.0, 0.0, 0.0) for g in self.subgoals], jnp.float32)
+        has = jnp.asarray([g.anchor is not None for g in self.subgoals])
+        index = jnp.minimum(info["phase"], len(self.subgoals) - 1)
+        return anchors[index], has[index]
 
     def _point_of(self, goal: Subgoal) -> tuple[float, float, float]:
         if goal.kind in ("arrive", "walked", "touch") or goal.prop is None:
