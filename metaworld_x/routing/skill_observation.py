@@ -19,6 +19,10 @@ is being tracked, so each expert gets
   Re-anchored, the door expert's reference drifts with every step it falls
   behind, and it walks on past the doorway's timing (9/10 and a fall after
   passing through, against 10/10 in place).
+  The other exception is an expert trained with its clip anchored once
+  (`home_anchor` "once"): in a sequence whose current sub-goal names an
+  anchor (`Subgoal.anchor`), its clip begins there and stays, as in training,
+  so the skill ends where the sub-goal wants the robot (`anchored`).
 
 Right after a tracking reset the robot stands exactly on its reference, so
 the re-anchoring is the identity there and the features equal the tracking
