@@ -2,6 +2,8 @@
 
 import json
 import shutil
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import jax
@@ -21,6 +23,9 @@ from metaworld_x.paths import EXPERTS_DIR, MOTIONS_DIR
 from metaworld_x.robot import JOINT_NAMES
 from metaworld_x.routing.scene import ExpertScene
 from metaworld_x.routing.skill_observation import SkillObservation
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the tests folder, with the helper modules
+from observed_alike import observed_alike_for_six_steps  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (MOTIONS_DIR / "walk.npz").is_file(), reason="the shipped clip library is missing")
 
@@ -116,14 +121,7 @@ def _matches_the_router_for_six_steps(task: Tracking, skill: SkillObservation):
         observed = scene.observe(view, {**info, "skill_time": info["ref_time"][None], "skill_info": {skill.name: own}})
         return observed[f"expert/{skill.name}"]
 
-    routed = jax.jit(jax.vmap(routed))
-    rng = np.random.default_rng(0)
-    for _ in range(6):
-        np.testing.assert_allclose(np.asarray(routed(state.data.view, state.info)), np.asarray(state.obs["state"]),
-                                   atol=1e-5)
-        state = env.step(state, jnp.asarray(rng.uniform(-0.3, 0.3, (2, env.action_size)), jnp.float32))
-    assert not np.any(np.asarray(state.info["step"]) == 0), "an episode ended; the comparison needs live ones"
-    return state
+    return observed_alike_for_six_steps(env, state, jax.jit(jax.vmap(routed)))
 
 
 def test_a_home_start_episode_sees_what_the_router_shows_the_expert_at_every_step():

@@ -1,5 +1,7 @@
 """Each expert's observation inside a router episode: its own clock, its reference re-anchored to the robot."""
 
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import jax
@@ -12,6 +14,9 @@ from metaworld_x.errors import UserError
 from metaworld_x.experts.specs import expert_spec
 from metaworld_x.routing.scene import ExpertScene, expert_obs_layout
 from metaworld_x.routing.skill_observation import SkillObservation, reference_features
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the tests folder, with the helper modules
+from observed_alike import observed_alike_for_six_steps  # noqa: E402
 
 
 @pytest.mark.parametrize("skill", ["walk", "sit"])
@@ -214,12 +219,7 @@ def test_an_anchored_expert_sees_its_training_observation_where_its_sub_goal_anc
 
     anchored = jax.jit(jax.vmap(lambda v, i: observed(v, i, jnp.asarray(True))))
     followed = jax.jit(jax.vmap(lambda v, i: observed(v, i, jnp.asarray(False))))
-    rng = np.random.default_rng(0)
-    for _ in range(6):
-        np.testing.assert_allclose(np.asarray(anchored(state.data.view, state.info)), np.asarray(state.obs["state"]),
-                                   atol=1e-5)
-        state = env.step(state, jnp.asarray(rng.uniform(-0.3, 0.3, (3, env.action_size)), jnp.float32))
-    assert not np.any(np.asarray(state.info["step"]) == 0), "an episode ended; the comparison needs live ones"
+    state = observed_alike_for_six_steps(env, state, anchored)
     plain = SkillObservation("stop", tracking, "scene", start_time=start)
     expected = jax.vmap(lambda v, i: jnp.concatenate([proprioception(v), plain.features(v, i, i["ref_time"], {})]))
     np.testing.assert_allclose(np.asarray(followed(state.data.view, state.info)),
