@@ -289,8 +289,9 @@ def build_expert_scene(
                                        steerable=not in_place and clip_travel(tracking) > STEERABLE_TRAVEL,
                                        anchored=anchored))
         reference = ("in place: the scene lays out the clip's props as the expert's own" if in_place
-                     else "anchored once where its sub-goal says, else re-anchored to the robot's root and heading"
-                     if anchored else "re-anchored to the robot's root and heading")
+                     else "re-anchored to the robot's root and heading")
+        if anchored:
+            reference = "anchored once where its sub-goal says, else " + reference
         record[name] = {"obs_layout": layout, "objective_source": source, "clip": spec.clips[0], "start_time": start,
                         "reference": f"{reference}; own clock from start_time"}
     # Experts whose actions map to servo targets at different scales are mixed in target space: the scene

@@ -78,7 +78,8 @@ class Subgoal:
     anchor: tuple[float, float, float] | None = None
     """(x, y, yaw): the world ground pose where the skill's clip begins, for an expert trained with its clip anchored
     once (`TrackingConfig.home_anchor`): its reference then stays there instead of following the robot, so the skill
-    ends where the next one needs the robot (a turn, on the spot 0.3 m before the seat). None: wherever the robot is."""
+    ends where the next one needs the robot (a stop, on the spot a turn and then the sit start from). None: wherever
+    the robot is."""
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -229,14 +230,18 @@ class Sequence(Task):
         results = [self._goal(view, info, g) for g in self.subgoals]
         met = jnp.stack([jnp.asarray(m) for m, _ in results])
         near = jnp.stack([jnp.asarray(n, jnp.float32) for _, n in results])
-        index = jnp.minimum(info["phase"], len(self.subgoals) - 1)
+        index = self._current_index(info)
         return met[index], near[index]
+
+    def _current_index(self, info):
+        """The index of the sub-goal the phase points at: the next to reach, or the last once all are reached."""
+        return jnp.minimum(info["phase"], len(self.subgoals) - 1)
 
     def advance(self, view, info):
         met, _ = self._current(view, info)
         phase = info["phase"]
         holds = jnp.asarray([g.kind in HELD for g in self.subgoals])
-        index = jnp.minimum(phase, len(self.subgoals) - 1)
+        index = self._current_index(info)
         hold = jnp.where(met, info["hold"] + 1, 0)
         needed = jnp.where(holds[index], self.config.hold_steps, 1)
         reached = (phase < len(self.subgoals)) & (hold >= needed)
@@ -250,21 +255,21 @@ class Sequence(Task):
         """[MAX_SUBGOALS + 1 + 3] the phase one-hot, then the current sub-goal's point relative to the robot."""
         phase = jnp.zeros(MAX_SUBGOALS + 1).at[info["phase"]].set(1.0)
         points = jnp.asarray([self._point_of(g) for g in self.subgoals], jnp.float32)
-        return jnp.concatenate([phase, relative_to_robot(view, points[jnp.minimum(info["phase"], len(self.subgoals) - 1)])])
+        return jnp.concatenate([phase, relative_to_robot(view, points[self._current_index(info)])])
 
     def steer_point(self, view, info):
         """(world point [2], active): where locomotion experts are steered: the current sub-goal's point, while it is
         one of STEERED and more than STEER_STOP away."""
         points = jnp.asarray([self._point_of(g)[:2] for g in self.subgoals], jnp.float32)
         steers = jnp.asarray([g.kind in STEERED for g in self.subgoals])
-        index = jnp.minimum(info["phase"], len(self.subgoals) - 1)
+        index = self._current_index(info)
         return points[index], steers[index] & (jnp.linalg.norm(points[index] - view.root_pos[:2]) > STEER_STOP)
 
     def clip_anchor(self, info):
         """(ground pose [3], active): the current sub-goal's `anchor`, and whether it has one."""
         anchors = jnp.asarray([g.anchor or (0.0, 0.0, 0.0) for g in self.subgoals], jnp.float32)
         has = jnp.asarray([g.anchor is not None for g in self.subgoals])
-        index = jnp.minimum(info["phase"], len(self.subgoals) - 1)
+        index = self._current_index(info)
         return anchors[index], has[index]
 
     def _point_of(self, goal: Subgoal) -> tuple[float, float, float]:
